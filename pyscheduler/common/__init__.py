@@ -1,0 +1,1 @@
+"""Shared building blocks used across pyscheduler: errors and Go-compatible parsing."""

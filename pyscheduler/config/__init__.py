@@ -1,0 +1,1 @@
+"""Scheduler configuration: typed settings built from YuniKorn-style flat string maps."""

@@ -1,0 +1,30 @@
+//! The one error type of the core. The binding crate maps each variant to a Python exception
+//! in one place.
+
+use std::fmt;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CoreError {
+    /// An enum field of an event is outside the range the record can hold.
+    InvalidField { field: &'static str, value: i64, max: i64 },
+    /// A subscription asked to start at an id the ring buffer no longer (or not yet) holds.
+    StartOutOfRange { start: u64, lowest: u64, highest: u64 },
+    /// The event pipeline was stopped.
+    Stopped,
+}
+
+impl fmt::Display for CoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CoreError::InvalidField { field, value, max } => {
+                write!(f, "event {field} {value} is out of range (0 to {max})")
+            }
+            CoreError::StartOutOfRange { start, lowest, highest } => {
+                write!(f, "event id {start} is not available: the buffer holds ids {lowest} to {highest}")
+            }
+            CoreError::Stopped => write!(f, "the event system is stopped"),
+        }
+    }
+}
+
+impl std::error::Error for CoreError {}

@@ -1,0 +1,197 @@
+//! Interned record payloads: a message together with a resource.
+//!
+//! Messages and resources repeat together (every pod of an application has the same size and
+//! most events have no message; state changes share a handful of texts), so the pair is
+//! interned as one refcounted entry and a record keeps a single `u32` for both. Id 0 is the
+//! empty payload (no message, no resource), permanently, and costs nothing.
+
+use crate::interner::{Interner, EMPTY_ID};
+use hashbrown::HashTable;
+use std::hash::{BuildHasher, Hash, Hasher};
+
+pub const EMPTY_PAYLOAD: u32 = 0;
+
+/// One resource quantity: interned resource name and its value.
+pub type Quantity = (u32, i64);
+
+struct Entry {
+    refs: u32,
+    message: u32,
+    /// Sorted by resource name (Go writes map keys in sorted order), names unique.
+    resource: Box<[Quantity]>,
+}
+
+pub struct Payloads {
+    entries: Vec<Entry>,
+    free: Vec<u32>,
+    index: HashTable<u32>,
+    hasher: foldhash::fast::FixedState,
+}
+
+impl Default for Payloads {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Payloads {
+    pub fn new() -> Self {
+        Payloads {
+            entries: vec![Entry { refs: 0, message: EMPTY_ID, resource: Box::new([]) }],
+            free: Vec::new(),
+            index: HashTable::new(),
+            hasher: foldhash::fast::FixedState::with_seed(0xfeed_beef),
+        }
+    }
+
+    /// Interns (message, resource) and takes one reference. `message` and the names in
+    /// `resource` are interner ids whose references this call takes over: when the payload
+    /// already exists they are released again, so the caller never has to.
+    pub fn intern(&mut self, strings: &mut Interner, message: u32, mut resource: Vec<Quantity>) -> u32 {
+        if message == EMPTY_ID && resource.is_empty() {
+            return EMPTY_PAYLOAD;
+        }
+        sort_by_name(strings, &mut resource);
+        let hash = hash_parts(&self.hasher, message, &resource);
+        let entries = &self.entries;
+        if let Some(&id) = self.index.find(hash, |&id| {
+            let e = &entries[id as usize];
+            e.message == message && *e.resource == *resource
+        }) {
+            self.entries[id as usize].refs += 1;
+            strings.release(message);
+            for (name, _) in &resource {
+                strings.release(*name);
+            }
+            return id;
+        }
+        let entry = Entry { refs: 1, message, resource: resource.into_boxed_slice() };
+        let id = match self.free.pop() {
+            Some(id) => {
+                self.entries[id as usize] = entry;
+                id
+            }
+            None => {
+                self.entries.push(entry);
+                u32::try_from(self.entries.len() - 1).expect("more than 2^32 payloads")
+            }
+        };
+        let (entries, hasher) = (&self.entries, &self.hasher);
+        self.index.insert_unique(hash, id, |&other| {
+            let e = &entries[other as usize];
+            hash_parts(hasher, e.message, &e.resource)
+        });
+        id
+    }
+
+    pub fn release(&mut self, strings: &mut Interner, id: u32) {
+        if id == EMPTY_PAYLOAD {
+            return;
+        }
+        let entry = &mut self.entries[id as usize];
+        debug_assert!(entry.refs > 0, "release of a free payload");
+        entry.refs -= 1;
+        if entry.refs > 0 {
+            return;
+        }
+        let hash = hash_parts(&self.hasher, entry.message, &entry.resource);
+        if let Ok(found) = self.index.find_entry(hash, |&other| other == id) {
+            found.remove();
+        }
+        let entry = std::mem::replace(
+            &mut self.entries[id as usize],
+            Entry { refs: 0, message: EMPTY_ID, resource: Box::new([]) },
+        );
+        strings.release(entry.message);
+        for (name, _) in entry.resource.iter() {
+            strings.release(*name);
+        }
+        self.free.push(id);
+    }
+
+    pub fn message(&self, id: u32) -> u32 {
+        self.entries[id as usize].message
+    }
+
+    pub fn resource(&self, id: u32) -> &[Quantity] {
+        &self.entries[id as usize].resource
+    }
+
+    /// Number of live payloads (the empty payload not counted).
+    pub fn len(&self) -> usize {
+        self.entries.len() - 1 - self.free.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn memory_bytes(&self) -> usize {
+        let boxed: usize = self.entries.iter().map(|e| e.resource.len() * std::mem::size_of::<Quantity>()).sum();
+        self.entries.capacity() * std::mem::size_of::<Entry>()
+            + boxed
+            + self.free.capacity() * 4
+            + self.index.capacity() * 5
+    }
+}
+
+/// Orders quantities by the bytes of their names, as Go's JSON encoder orders map keys.
+fn sort_by_name(strings: &Interner, resource: &mut [Quantity]) {
+    if resource.len() > 1 {
+        resource.sort_by(|a, b| {
+            strings.get(a.0).with_bytes(|x| strings.get(b.0).with_bytes(|y| x.cmp(y)))
+        });
+    }
+}
+
+fn hash_parts(hasher: &foldhash::fast::FixedState, message: u32, resource: &[Quantity]) -> u64 {
+    let mut h = hasher.build_hasher();
+    message.hash(&mut h);
+    resource.hash(&mut h);
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn res(strings: &mut Interner, items: &[(&str, i64)]) -> Vec<Quantity> {
+        items.iter().map(|(n, v)| (strings.intern(n), *v)).collect()
+    }
+
+    #[test]
+    fn equal_payloads_share_one_entry_and_names_are_not_leaked() {
+        let mut s = Interner::new();
+        let mut p = Payloads::new();
+        let r1 = res(&mut s, &[("vcore", 1000), ("memory", 10)]);
+        let a = p.intern(&mut s, EMPTY_ID, r1);
+        let r2 = res(&mut s, &[("memory", 10), ("vcore", 1000)]);
+        let b = p.intern(&mut s, EMPTY_ID, r2);
+        assert_eq!(a, b, "order of names does not matter");
+        assert_eq!(p.len(), 1);
+        let memory = s.intern("memory");
+        assert_eq!(s.refs(memory), 2, "the payload holds one reference, this test one");
+        s.release(memory);
+        // Names come back sorted.
+        let names: Vec<String> = p.resource(a).iter().map(|(n, _)| s.get(*n).to_string()).collect();
+        assert_eq!(names, ["memory", "vcore"]);
+        p.release(&mut s, a);
+        p.release(&mut s, b);
+        assert_eq!(p.len(), 0);
+        assert_eq!(s.len(), 0, "names freed with the last payload");
+    }
+
+    #[test]
+    fn message_only_and_empty() {
+        let mut s = Interner::new();
+        let mut p = Payloads::new();
+        assert_eq!(p.intern(&mut s, EMPTY_ID, vec![]), EMPTY_PAYLOAD);
+        let m = s.intern("schedulable: true");
+        let a = p.intern(&mut s, m, vec![]);
+        assert_ne!(a, EMPTY_PAYLOAD);
+        assert_eq!(s.get(p.message(a)).to_string(), "schedulable: true");
+        assert!(p.resource(a).is_empty());
+        p.release(&mut s, a);
+        assert_eq!(s.len(), 0);
+    }
+}

@@ -1,0 +1,672 @@
+//! The concurrent event pipeline.
+//!
+//! ```text
+//! add() --(lock-free bounded queue; full: drop + count)--> consumer thread
+//!        consumer: intern + store in the ring (write lock, per batch) --> wake waiters
+//! readers (batch, NDJSON): read lock      subscribers: cursors over the ring
+//! ```
+//!
+//! `add` never takes a lock that a reader holds: it copies the event into one buffer and
+//! pushes it onto a bounded lock-free queue. A single consumer thread drains the queue in
+//! batches into the store, which assigns ids in queue order.
+//!
+//! A stream subscription is a cursor (the next id to read) over the ring, not a copy of each
+//! event: publishing costs the producer nothing per subscriber, and history and live events
+//! come from one sequence of ids, so there is never a gap or a duplicate between them. Each
+//! subscription has a capacity: the number of live events (produced after it subscribed) it
+//! may fall behind by. One that falls further behind, or whose next record was overwritten,
+//! is closed with a reason and never slows anybody else.
+
+use crate::error::CoreError;
+use crate::record::OwnedEvent;
+use crate::store::EventStore;
+use crossbeam_queue::ArrayQueue;
+use parking_lot::{Condvar, Mutex, RwLock, RwLockReadGuard};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::thread::{self, JoinHandle, Thread};
+use std::time::{Duration, Instant};
+
+/// Most events the consumer moves per write-lock hold, so readers are never held off long.
+const CONSUMER_BATCH: usize = 4096;
+/// The consumer re-checks the queue at least this often even without a wake-up.
+const CONSUMER_IDLE_WAIT: Duration = Duration::from_millis(100);
+
+pub const CLOSED_SLOW: &str = "Event stream was closed by the producer: the consumer fell behind by more than its buffer";
+pub const CLOSED_OVERWRITTEN: &str = "Event stream was closed by the producer: its next event was overwritten in the ring buffer";
+pub const CLOSED_STOPPED: &str = "Event stream was closed by the producer: the event system stopped";
+pub const CLOSED_BY_CLIENT: &str = "Event stream was closed by the consumer";
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PipelineStats {
+    /// Events accepted by `add` into the queue.
+    pub accepted: u64,
+    /// Events dropped by `add` because the queue was full or the pipeline stopped.
+    pub dropped: u64,
+    /// Events stored in the ring buffer.
+    pub stored: u64,
+    /// Events taken off the queue but not stored because collection is off (capacity 0).
+    pub not_stored: u64,
+    /// Events waiting in the queue.
+    pub queued: u64,
+    pub subscribers: u64,
+    /// Subscriptions closed because they fell behind.
+    pub slow_closed: u64,
+    /// Events delivered to subscriptions.
+    pub delivered: u64,
+    pub interned_strings: u64,
+    pub interned_payloads: u64,
+    pub memory_bytes: u64,
+    pub capacity: u64,
+    pub len: u64,
+}
+
+struct Progress {
+    /// Events the consumer has taken off the queue.
+    processed: u64,
+    /// The store's next id after the consumer's last batch.
+    next_id: u64,
+    stopped: bool,
+}
+
+struct SubState {
+    /// The next id this subscription reads.
+    cursor: AtomicU64,
+    /// The first id produced after it subscribed: history before it does not count as lag.
+    live_from: u64,
+    capacity: u64,
+    closed: Mutex<Option<&'static str>>,
+}
+
+impl SubState {
+    fn close(&self, reason: &'static str) -> bool {
+        let mut closed = self.closed.lock();
+        if closed.is_some() {
+            return false;
+        }
+        *closed = Some(reason);
+        true
+    }
+}
+
+struct Shared {
+    queue: ArrayQueue<OwnedEvent>,
+    store: RwLock<EventStore>,
+    consumer: OnceLock<Thread>,
+    consumer_sleeping: AtomicBool,
+    stopping: AtomicBool,
+    accepted: AtomicU64,
+    dropped: AtomicU64,
+    stored: AtomicU64,
+    not_stored: AtomicU64,
+    slow_closed: AtomicU64,
+    delivered: AtomicU64,
+    progress: Mutex<Progress>,
+    progress_changed: Condvar,
+    subscribers: Mutex<Vec<Arc<SubState>>>,
+}
+
+pub struct EventPipeline {
+    shared: Arc<Shared>,
+    consumer: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl EventPipeline {
+    /// `capacity`: ring buffer size (0: collection off). `queue_capacity`: how many events may
+    /// wait between `add` and the store before new ones are dropped (at least 1).
+    pub fn new(capacity: usize, queue_capacity: usize) -> EventPipeline {
+        let shared = Arc::new(Shared {
+            queue: ArrayQueue::new(queue_capacity.max(1)),
+            store: RwLock::new(EventStore::new(capacity)),
+            consumer: OnceLock::new(),
+            consumer_sleeping: AtomicBool::new(false),
+            stopping: AtomicBool::new(false),
+            accepted: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+            stored: AtomicU64::new(0),
+            not_stored: AtomicU64::new(0),
+            slow_closed: AtomicU64::new(0),
+            delivered: AtomicU64::new(0),
+            progress: Mutex::new(Progress { processed: 0, next_id: 0, stopped: false }),
+            progress_changed: Condvar::new(),
+            subscribers: Mutex::new(Vec::new()),
+        });
+        let worker = Arc::clone(&shared);
+        let handle = thread::Builder::new()
+            .name("pyscheduler-events".into())
+            .spawn(move || consume(&worker))
+            .expect("cannot start the event consumer thread");
+        shared.consumer.set(handle.thread().clone()).expect("consumer set once");
+        EventPipeline { shared, consumer: Mutex::new(Some(handle)) }
+    }
+
+    /// Queues an event for the store. Never blocks; returns false when the event was dropped
+    /// (queue full, or the pipeline stopped).
+    pub fn add(&self, event: OwnedEvent) -> bool {
+        let s = &self.shared;
+        if s.stopping.load(Ordering::Relaxed) || s.queue.push(event).is_err() {
+            s.dropped.fetch_add(1, Ordering::Relaxed);
+            return false;
+        }
+        s.accepted.fetch_add(1, Ordering::Relaxed);
+        // Only the first event after the consumer went to sleep pays for waking it.
+        if s.consumer_sleeping.load(Ordering::SeqCst) && s.consumer_sleeping.swap(false, Ordering::SeqCst) {
+            if let Some(t) = s.consumer.get() {
+                t.unpark();
+            }
+        }
+        true
+    }
+
+    /// Waits until every event accepted before this call is stored. False on timeout.
+    pub fn flush(&self, timeout: Option<Duration>) -> bool {
+        let s = &self.shared;
+        let target = s.accepted.load(Ordering::SeqCst);
+        if let Some(t) = s.consumer.get() {
+            t.unpark();
+        }
+        let deadline = timeout.map(|t| Instant::now() + t);
+        let mut p = s.progress.lock();
+        while p.processed < target && !p.stopped {
+            match deadline {
+                Some(d) => {
+                    if s.progress_changed.wait_until(&mut p, d).timed_out() {
+                        return p.processed >= target;
+                    }
+                }
+                None => s.progress_changed.wait(&mut p),
+            }
+        }
+        p.processed >= target
+    }
+
+    /// Read access to the store (batch bodies, NDJSON, ids). Hold it briefly: the consumer
+    /// waits for it (the producers never do).
+    pub fn read(&self) -> RwLockReadGuard<'_, EventStore> {
+        self.shared.store.read()
+    }
+
+    /// Changes the ring capacity at run time, keeping ids and the newest records.
+    pub fn resize(&self, capacity: usize) {
+        let mut store = self.shared.store.write();
+        store.resize(capacity);
+        let (next, lowest, empty) = (store.next_id(), store.lowest_id(), store.is_empty());
+        drop(store);
+        sweep_subscribers(&self.shared, next, lowest, empty);
+        self.shared.progress_changed.notify_all();
+    }
+
+    /// A subscription that first replays the last `count` stored events, then live ones.
+    pub fn subscribe_recent(&self, count: u64, capacity: u64) -> Result<Subscription, CoreError> {
+        let store = self.shared.store.read();
+        let next = store.next_id();
+        let start = next - count.min(store.len() as u64);
+        self.register(store, start, capacity)
+    }
+
+    /// A subscription that resumes at event id `start` (which must be held, or be the next id
+    /// to come), then continues with live events.
+    pub fn subscribe_from(&self, start: u64, capacity: u64) -> Result<Subscription, CoreError> {
+        let store = self.shared.store.read();
+        if start != store.next_id() && !store.contains(start) {
+            return Err(CoreError::StartOutOfRange { start, lowest: store.lowest_id(), highest: store.highest_id() });
+        }
+        self.register(store, start, capacity)
+    }
+
+    fn register(&self, store: RwLockReadGuard<'_, EventStore>, start: u64, capacity: u64) -> Result<Subscription, CoreError> {
+        if self.shared.progress.lock().stopped {
+            return Err(CoreError::Stopped);
+        }
+        let state = Arc::new(SubState {
+            cursor: AtomicU64::new(start),
+            live_from: store.next_id(),
+            capacity: capacity.max(1),
+            closed: Mutex::new(None),
+        });
+        // Registered while the store is read-locked, so no event lands between fixing
+        // `live_from` and the consumer seeing this subscription.
+        self.shared.subscribers.lock().push(Arc::clone(&state));
+        drop(store);
+        Ok(Subscription { shared: Arc::clone(&self.shared), state })
+    }
+
+    pub fn stats(&self) -> PipelineStats {
+        let s = &self.shared;
+        let store = s.store.read();
+        PipelineStats {
+            accepted: s.accepted.load(Ordering::Relaxed),
+            dropped: s.dropped.load(Ordering::Relaxed),
+            stored: s.stored.load(Ordering::Relaxed),
+            not_stored: s.not_stored.load(Ordering::Relaxed),
+            queued: s.queue.len() as u64,
+            subscribers: s.subscribers.lock().len() as u64,
+            slow_closed: s.slow_closed.load(Ordering::Relaxed),
+            delivered: s.delivered.load(Ordering::Relaxed),
+            interned_strings: store.interned_strings() as u64,
+            interned_payloads: store.interned_payloads() as u64,
+            memory_bytes: store.memory_bytes() as u64,
+            capacity: store.capacity() as u64,
+            len: store.len() as u64,
+        }
+    }
+
+    /// Stores what is queued, stops the consumer and closes every subscription. Idempotent.
+    pub fn stop(&self) {
+        let s = &self.shared;
+        s.stopping.store(true, Ordering::SeqCst);
+        if let Some(t) = s.consumer.get() {
+            t.unpark();
+        }
+        if let Some(handle) = self.consumer.lock().take() {
+            let _ = handle.join();
+        }
+        let subs: Vec<Arc<SubState>> = std::mem::take(&mut *s.subscribers.lock());
+        for sub in subs {
+            sub.close(CLOSED_STOPPED);
+        }
+        s.progress.lock().stopped = true;
+        s.progress_changed.notify_all();
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.shared.stopping.load(Ordering::SeqCst)
+    }
+
+    /// Write access for tests in this crate.
+    #[cfg(test)]
+    fn write(&self) -> parking_lot::RwLockWriteGuard<'_, EventStore> {
+        self.shared.store.write()
+    }
+}
+
+impl Drop for EventPipeline {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn consume(s: &Shared) {
+    loop {
+        if !s.queue.is_empty() {
+            drain_batch(s);
+            continue;
+        }
+        if s.stopping.load(Ordering::SeqCst) {
+            // Everything queued before stop() is stored (the queue is empty here).
+            return;
+        }
+        s.consumer_sleeping.store(true, Ordering::SeqCst);
+        if !s.queue.is_empty() || s.stopping.load(Ordering::SeqCst) {
+            s.consumer_sleeping.store(false, Ordering::SeqCst);
+            continue;
+        }
+        thread::park_timeout(CONSUMER_IDLE_WAIT);
+        s.consumer_sleeping.store(false, Ordering::SeqCst);
+    }
+}
+
+fn drain_batch(s: &Shared) {
+    let mut store = s.store.write();
+    let (mut taken, mut stored) = (0u64, 0u64);
+    while (taken as usize) < CONSUMER_BATCH {
+        let Some(event) = s.queue.pop() else { break };
+        taken += 1;
+        if store.insert(&event).is_some() {
+            stored += 1;
+        }
+    }
+    let (next, lowest, empty) = (store.next_id(), store.lowest_id(), store.is_empty());
+    drop(store);
+    s.stored.fetch_add(stored, Ordering::Relaxed);
+    s.not_stored.fetch_add(taken - stored, Ordering::Relaxed);
+    sweep_subscribers(s, next, lowest, empty);
+    {
+        let mut p = s.progress.lock();
+        p.processed += taken;
+        p.next_id = next;
+    }
+    s.progress_changed.notify_all();
+}
+
+/// Closes the subscriptions that fell too far behind. O(subscribers) per consumer batch,
+/// never per event, and never on the producer's side.
+fn sweep_subscribers(s: &Shared, next: u64, lowest: u64, empty: bool) {
+    let mut subs = s.subscribers.lock();
+    subs.retain(|sub| {
+        let cursor = sub.cursor.load(Ordering::Acquire);
+        let lag = next.saturating_sub(cursor.max(sub.live_from));
+        let overwritten = cursor < next && (empty || cursor < lowest);
+        let reason = if lag > sub.capacity {
+            Some(CLOSED_SLOW)
+        } else if overwritten {
+            Some(CLOSED_OVERWRITTEN)
+        } else {
+            None
+        };
+        match reason {
+            Some(r) => {
+                if sub.close(r) {
+                    s.slow_closed.fetch_add(1, Ordering::Relaxed);
+                }
+                false
+            }
+            None => sub.closed.lock().is_none(),
+        }
+    });
+}
+
+/// What a subscription read returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SubscriptionStatus {
+    /// NDJSON lines and how many events they hold.
+    Events(Vec<u8>, usize),
+    /// Nothing new before the timeout.
+    Timeout,
+    /// Closed, with the reason; nothing more will come.
+    Closed(&'static str),
+}
+
+pub struct Subscription {
+    shared: Arc<Shared>,
+    state: Arc<SubState>,
+}
+
+impl Subscription {
+    /// Up to `max_events` events as NDJSON, waiting up to `timeout` for the first one.
+    pub fn next(&self, max_events: usize, timeout: Duration) -> SubscriptionStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            // A stream cut for falling behind ends at once; one closed by a stop first
+            // delivers what was stored before the stop.
+            let closed = *self.state.closed.lock();
+            if let Some(reason) = closed {
+                if reason != CLOSED_STOPPED {
+                    return SubscriptionStatus::Closed(reason);
+                }
+            }
+            if let Some(status) = self.read_available(max_events) {
+                return status;
+            }
+            if let Some(reason) = closed {
+                return SubscriptionStatus::Closed(reason);
+            }
+            let mut p = self.shared.progress.lock();
+            let cursor = self.state.cursor.load(Ordering::Acquire);
+            if p.next_id > cursor || p.stopped || self.state.closed.lock().is_some() {
+                continue;
+            }
+            if self.shared.progress_changed.wait_until(&mut p, deadline).timed_out() {
+                return SubscriptionStatus::Timeout;
+            }
+        }
+    }
+
+    fn read_available(&self, max_events: usize) -> Option<SubscriptionStatus> {
+        let store = self.shared.store.read();
+        let cursor = self.state.cursor.load(Ordering::Acquire);
+        if cursor >= store.next_id() {
+            return None;
+        }
+        if !store.contains(cursor) {
+            drop(store);
+            if self.state.close(CLOSED_OVERWRITTEN) {
+                self.shared.slow_closed.fetch_add(1, Ordering::Relaxed);
+            }
+            self.unregister();
+            return Some(SubscriptionStatus::Closed(CLOSED_OVERWRITTEN));
+        }
+        let mut out = Vec::new();
+        let info = store.write_ndjson(&mut out, cursor, max_events.max(1) as u64);
+        let (_, n) = info.written.expect("cursor is held");
+        self.state.cursor.store(cursor + n as u64, Ordering::Release);
+        drop(store);
+        self.shared.delivered.fetch_add(n as u64, Ordering::Relaxed);
+        Some(SubscriptionStatus::Events(out, n))
+    }
+
+    /// The next id this subscription will deliver.
+    pub fn next_id(&self) -> u64 {
+        self.state.cursor.load(Ordering::Acquire)
+    }
+
+    pub fn closed_reason(&self) -> Option<&'static str> {
+        *self.state.closed.lock()
+    }
+
+    /// Ends the subscription from the consumer's side (client went away).
+    pub fn close(&self) {
+        self.state.close(CLOSED_BY_CLIENT);
+        self.unregister();
+        self.shared.progress_changed.notify_all();
+    }
+
+    fn unregister(&self) {
+        self.shared.subscribers.lock().retain(|s| !Arc::ptr_eq(s, &self.state));
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        if self.state.closed.lock().is_none() {
+            self.close();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::record::{EventFields, Kind};
+
+    fn ev(i: i64) -> OwnedEvent {
+        let fields = EventFields { kind: Kind::new(2, 1, 204).unwrap(), timestamp_ns: i, object: "app-1", reference: "", message: "" };
+        OwnedEvent::new(fields, [])
+    }
+
+    fn lines(status: SubscriptionStatus) -> Vec<String> {
+        match status {
+            SubscriptionStatus::Events(b, n) => {
+                let v: Vec<String> = String::from_utf8(b).unwrap().lines().map(String::from).collect();
+                assert_eq!(v.len(), n);
+                v
+            }
+            other => panic!("expected events, got {other:?}"),
+        }
+    }
+
+    fn ts_of(line: &str) -> i64 {
+        let start = line.find("\"timestampNano\":").unwrap() + 16;
+        line[start..].split([',', '}']).next().unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn add_flush_and_read() {
+        let p = EventPipeline::new(100, 1000);
+        for i in 1..=50 {
+            assert!(p.add(ev(i)));
+        }
+        assert!(p.flush(Some(Duration::from_secs(5))));
+        let store = p.read();
+        assert_eq!((store.lowest_id(), store.highest_id(), store.len()), (0, 49, 50));
+        drop(store);
+        let st = p.stats();
+        assert_eq!((st.accepted, st.stored, st.dropped), (50, 50, 0));
+    }
+
+    #[test]
+    fn full_queue_drops_and_counts_without_blocking() {
+        let p = EventPipeline::new(100, 4);
+        // Hold the store so the consumer cannot drain while we overfill the queue.
+        let guard = p.write();
+        let mut accepted = 0;
+        for i in 0..20 {
+            if p.add(ev(i)) {
+                accepted += 1;
+            }
+        }
+        drop(guard);
+        assert!(p.flush(Some(Duration::from_secs(5))));
+        let st = p.stats();
+        assert!((4..20).contains(&accepted), "accepted {accepted}");
+        assert_eq!(st.accepted + st.dropped, 20);
+        assert_eq!(st.stored, st.accepted);
+    }
+
+    #[test]
+    fn concurrent_producers_lose_nothing_and_ids_are_dense() {
+        let p = Arc::new(EventPipeline::new(100_000, 100_000));
+        let threads: Vec<_> = (0..4)
+            .map(|t| {
+                let p = Arc::clone(&p);
+                thread::spawn(move || {
+                    for i in 0..10_000 {
+                        assert!(p.add(ev(t * 1_000_000 + i)));
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert!(p.flush(Some(Duration::from_secs(10))));
+        let store = p.read();
+        assert_eq!((store.lowest_id(), store.highest_id()), (0, 39_999));
+        // Each producer's events stay in its own order.
+        let decoded = store.decode(0, 40_000);
+        for t in 0..4 {
+            let mine: Vec<i64> = decoded.iter().map(|d| d.timestamp_ns).filter(|ts| ts / 1_000_000 == t).collect();
+            assert_eq!(mine.len(), 10_000);
+            assert!(mine.windows(2).all(|w| w[0] < w[1]));
+        }
+    }
+
+    #[test]
+    fn subscription_replays_history_then_live_without_gap_or_duplicate() {
+        let p = EventPipeline::new(1000, 1000);
+        for i in 1..=10 {
+            p.add(ev(i));
+        }
+        p.flush(None);
+        let sub = p.subscribe_recent(3, 100).unwrap();
+        for i in 11..=15 {
+            p.add(ev(i));
+        }
+        p.flush(None);
+        let mut seen = Vec::new();
+        while seen.len() < 8 {
+            seen.extend(lines(sub.next(2, Duration::from_secs(5))).iter().map(|l| ts_of(l)));
+        }
+        assert_eq!(seen, (8..=15).collect::<Vec<_>>());
+        assert_eq!(sub.next(10, Duration::from_millis(20)), SubscriptionStatus::Timeout);
+        assert_eq!(sub.next_id(), 15);
+    }
+
+    #[test]
+    fn live_event_wakes_a_waiting_subscriber() {
+        let p = Arc::new(EventPipeline::new(1000, 1000));
+        let sub = p.subscribe_recent(0, 100).unwrap();
+        let producer = {
+            let p = Arc::clone(&p);
+            thread::spawn(move || {
+                thread::sleep(Duration::from_millis(30));
+                p.add(ev(99));
+            })
+        };
+        let got = lines(sub.next(10, Duration::from_secs(5)));
+        producer.join().unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(ts_of(&got[0]), 99);
+    }
+
+    #[test]
+    fn slow_subscriber_is_closed_and_others_continue() {
+        let p = EventPipeline::new(10_000, 10_000);
+        let slow = p.subscribe_recent(0, 100).unwrap();
+        let fast = p.subscribe_recent(0, 100).unwrap();
+        for round in 0..25 {
+            for i in 0..100 {
+                p.add(ev(round * 100 + i));
+            }
+            p.flush(None);
+            let mut got = 0;
+            while got < 100 {
+                got += lines(fast.next(1000, Duration::from_secs(5))).len();
+            }
+        }
+        assert_eq!(slow.next(10, Duration::from_millis(10)), SubscriptionStatus::Closed(CLOSED_SLOW));
+        assert_eq!(fast.closed_reason(), None);
+        let st = p.stats();
+        assert_eq!((st.subscribers, st.slow_closed), (1, 1));
+    }
+
+    #[test]
+    fn subscriber_whose_events_were_overwritten_is_closed() {
+        let p = EventPipeline::new(10, 1000);
+        for i in 0..10 {
+            p.add(ev(i));
+        }
+        p.flush(None);
+        let sub = p.subscribe_recent(10, 1000).unwrap();
+        for i in 10..15 {
+            p.add(ev(i));
+        }
+        p.flush(None);
+        assert_eq!(sub.next(100, Duration::from_millis(10)), SubscriptionStatus::Closed(CLOSED_OVERWRITTEN));
+    }
+
+    #[test]
+    fn subscribe_from_resumes_and_rejects_missing_ids() {
+        let p = EventPipeline::new(10, 1000);
+        for i in 0..25 {
+            p.add(ev(i));
+        }
+        p.flush(None);
+        let sub = p.subscribe_from(20, 100).unwrap();
+        let got: Vec<i64> = lines(sub.next(100, Duration::from_secs(1))).iter().map(|l| ts_of(l)).collect();
+        assert_eq!(got, (20..25).collect::<Vec<_>>());
+        assert_eq!(
+            p.subscribe_from(3, 100).err(),
+            Some(CoreError::StartOutOfRange { start: 3, lowest: 15, highest: 24 })
+        );
+        assert!(p.subscribe_from(25, 100).is_ok(), "the next id is a valid resume point");
+        assert!(p.subscribe_from(26, 100).is_err());
+    }
+
+    #[test]
+    fn resize_keeps_ids_and_capacity_zero_stops_collection() {
+        let p = EventPipeline::new(20, 1000);
+        for i in 0..25 {
+            p.add(ev(i));
+        }
+        p.flush(None);
+        p.resize(10);
+        assert_eq!((p.read().lowest_id(), p.read().highest_id()), (15, 24));
+        p.resize(0);
+        p.add(ev(100));
+        p.flush(None);
+        assert_eq!(p.read().next_id(), 25);
+        assert_eq!(p.stats().not_stored, 1);
+        p.resize(5);
+        p.add(ev(101));
+        p.flush(None);
+        assert_eq!((p.read().lowest_id(), p.read().highest_id()), (25, 25));
+    }
+
+    #[test]
+    fn stop_stores_queued_events_closes_streams_and_drops_later_adds() {
+        let p = EventPipeline::new(100, 100);
+        let sub = p.subscribe_recent(0, 100).unwrap();
+        for i in 0..10 {
+            p.add(ev(i));
+        }
+        p.stop();
+        assert_eq!(p.read().len(), 10);
+        assert!(!p.add(ev(11)));
+        // Events stored before the stop are still delivered, then the close reason.
+        assert_eq!(lines(sub.next(100, Duration::from_millis(10))).len(), 10);
+        assert_eq!(sub.next(100, Duration::from_millis(10)), SubscriptionStatus::Closed(CLOSED_STOPPED));
+        assert!(p.flush(Some(Duration::from_millis(10))));
+        assert!(matches!(p.subscribe_recent(0, 1), Err(CoreError::Stopped)));
+    }
+}

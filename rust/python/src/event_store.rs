@@ -1,0 +1,318 @@
+//! Python classes over the core event pipeline: `EventStore` and `Subscription`.
+
+use crate::errors;
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyscheduler_core::pipeline::{EventPipeline, PipelineStats, SubscriptionStatus};
+use pyscheduler_core::{EventFields, Kind, OwnedEvent};
+use std::time::Duration;
+
+/// Default number of live events a subscription may fall behind by before it is cut: the
+/// slack YuniKorn's streams have (1000 in the producer-side buffer + 1000 in the handler's).
+const DEFAULT_SUBSCRIBER_CAPACITY: u64 = 2000;
+
+/// The event ring buffer and the pipeline that feeds it. `add` never blocks; strings are
+/// interned and records kept compact in Rust; reads come back as wire-format `bytes`.
+#[pyclass(module = "pyscheduler._native", frozen)]
+pub struct EventStore {
+    pipeline: EventPipeline,
+}
+
+#[pymethods]
+impl EventStore {
+    #[new]
+    #[pyo3(signature = (capacity = 100_000, queue_capacity = 100_000))]
+    fn new(capacity: usize, queue_capacity: usize) -> PyResult<Self> {
+        if queue_capacity == 0 {
+            return Err(PyValueError::new_err("queue_capacity must be at least 1"));
+        }
+        Ok(EventStore { pipeline: EventPipeline::new(capacity, queue_capacity) })
+    }
+
+    /// Queues one event; False when it was dropped (queue full or store stopped).
+    #[pyo3(signature = (r#type, change_type, change_detail, timestamp_ns, object_id, reference_id = "", message = "", resource = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add(
+        &self,
+        r#type: u32,
+        change_type: u32,
+        change_detail: u32,
+        timestamp_ns: i64,
+        object_id: &str,
+        reference_id: &str,
+        message: &str,
+        resource: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let kind = Kind::new(r#type, change_type, change_detail).map_err(errors::to_py)?;
+        let fields = EventFields { kind, timestamp_ns, object: object_id, reference: reference_id, message };
+        let event = build_event(fields, resource)?;
+        Ok(self.pipeline.add(event))
+    }
+
+    /// Queues many events given as tuples in `add`'s argument order (the first five required).
+    /// Returns how many were accepted. Every tuple is checked before any is queued.
+    fn add_many(&self, events: &Bound<'_, PyAny>) -> PyResult<usize> {
+        let mut owned = Vec::new();
+        for item in events.try_iter()? {
+            let item = item?;
+            let tuple = item.cast::<PyTuple>().map_err(|_| PyTypeError::new_err("add_many takes an iterable of tuples"))?;
+            owned.push(event_from_tuple(tuple)?);
+        }
+        Ok(owned.into_iter().map(|e| self.pipeline.add(e)).filter(|ok| *ok).count())
+    }
+
+    /// Waits (GIL released) until every event accepted so far is stored; False on timeout.
+    #[pyo3(signature = (timeout = None))]
+    fn flush(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<bool> {
+        let timeout = timeout.map(duration).transpose()?;
+        Ok(py.detach(|| self.pipeline.flush(timeout)))
+    }
+
+    fn lowest_id(&self) -> u64 {
+        self.pipeline.read().lowest_id()
+    }
+
+    fn highest_id(&self) -> u64 {
+        self.pipeline.read().highest_id()
+    }
+
+    /// The id the next stored event will get.
+    fn next_id(&self) -> u64 {
+        self.pipeline.read().next_id()
+    }
+
+    /// (lowest, highest), read together.
+    fn id_range(&self) -> (u64, u64) {
+        let store = self.pipeline.read();
+        (store.lowest_id(), store.highest_id())
+    }
+
+    fn __len__(&self) -> usize {
+        self.pipeline.read().len()
+    }
+
+    #[getter]
+    fn capacity(&self) -> usize {
+        self.pipeline.read().capacity()
+    }
+
+    /// Changes the ring capacity, keeping the newest events and every id (0: collection off).
+    fn resize(&self, py: Python<'_>, capacity: usize) {
+        py.detach(|| self.pipeline.resize(capacity));
+    }
+
+    /// The `/ws/v1/events/batch` body (with its trailing newline) for `count` events from
+    /// `start`; `EventRecords` is null when `start` is not held.
+    fn batch_body<'py>(&self, py: Python<'py>, instance_uuid: &str, start: u64, count: u64) -> Bound<'py, PyBytes> {
+        let out = py.detach(|| {
+            let mut out = Vec::new();
+            self.pipeline.read().write_batch(&mut out, instance_uuid, start, count);
+            out
+        });
+        PyBytes::new(py, &out)
+    }
+
+    /// Up to `count` events from `start` as NDJSON lines (empty when `start` is not held).
+    fn ndjson<'py>(&self, py: Python<'py>, start: u64, count: u64) -> Bound<'py, PyBytes> {
+        let out = py.detach(|| {
+            let mut out = Vec::new();
+            self.pipeline.read().write_ndjson(&mut out, start, count);
+            out
+        });
+        PyBytes::new(py, &out)
+    }
+
+    /// Decoded events, for tests and debugging: tuples of (id, type, change_type,
+    /// change_detail, timestamp_ns, object_id, reference_id, message, resource dict).
+    fn records<'py>(&self, py: Python<'py>, start: u64, count: u64) -> PyResult<Bound<'py, PyList>> {
+        let decoded = py.detach(|| self.pipeline.read().decode(start, count));
+        let items = decoded
+            .into_iter()
+            .map(|d| {
+                let resource = PyDict::new(py);
+                for (name, value) in &d.resource {
+                    resource.set_item(name, value)?;
+                }
+                (
+                    d.id,
+                    d.record_type,
+                    d.change_type,
+                    d.change_detail,
+                    d.timestamp_ns,
+                    d.object_id,
+                    d.reference_id,
+                    d.message,
+                    resource,
+                )
+                    .into_pyobject(py)
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, items)
+    }
+
+    /// A stream subscription: the last `count` stored events first, then live events.
+    #[pyo3(signature = (count = 0, capacity = DEFAULT_SUBSCRIBER_CAPACITY))]
+    fn subscribe_recent(&self, count: u64, capacity: u64) -> PyResult<Subscription> {
+        let inner = self.pipeline.subscribe_recent(count, capacity).map_err(errors::to_py)?;
+        Ok(Subscription { inner })
+    }
+
+    /// A stream subscription resuming at event id `start`, then live events. Raises
+    /// EventIdOutOfRangeError when `start` is neither held nor the next id to come.
+    #[pyo3(signature = (start, capacity = DEFAULT_SUBSCRIBER_CAPACITY))]
+    fn subscribe_from(&self, start: u64, capacity: u64) -> PyResult<Subscription> {
+        let inner = self.pipeline.subscribe_from(start, capacity).map_err(errors::to_py)?;
+        Ok(Subscription { inner })
+    }
+
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let PipelineStats {
+            accepted,
+            dropped,
+            stored,
+            not_stored,
+            queued,
+            subscribers,
+            slow_closed,
+            delivered,
+            interned_strings,
+            interned_payloads,
+            memory_bytes,
+            capacity,
+            len,
+        } = py.detach(|| self.pipeline.stats());
+        let d = PyDict::new(py);
+        for (k, v) in [
+            ("accepted", accepted),
+            ("dropped", dropped),
+            ("stored", stored),
+            ("not_stored", not_stored),
+            ("queued", queued),
+            ("subscribers", subscribers),
+            ("slow_closed", slow_closed),
+            ("delivered", delivered),
+            ("interned_strings", interned_strings),
+            ("interned_payloads", interned_payloads),
+            ("memory_bytes", memory_bytes),
+            ("capacity", capacity),
+            ("len", len),
+        ] {
+            d.set_item(k, v)?;
+        }
+        Ok(d)
+    }
+
+    /// Stores what is queued, stops the consumer thread and closes every subscription.
+    fn stop(&self, py: Python<'_>) {
+        py.detach(|| self.pipeline.stop());
+    }
+
+    #[getter]
+    fn stopped(&self) -> bool {
+        self.pipeline.is_stopped()
+    }
+}
+
+/// A cursor over the event ring: history first, then live events, as NDJSON chunks.
+#[pyclass(module = "pyscheduler._native", frozen)]
+pub struct Subscription {
+    inner: pyscheduler_core::Subscription,
+}
+
+#[pymethods]
+impl Subscription {
+    /// Up to `max_events` events as NDJSON bytes, waiting (GIL released) up to `timeout`
+    /// seconds for the first. b"" when nothing came in time; None once closed (see
+    /// `closed_reason`).
+    #[pyo3(signature = (max_events = 1000, timeout = 1.0))]
+    fn next<'py>(&self, py: Python<'py>, max_events: usize, timeout: f64) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let timeout = duration(timeout)?;
+        let status = py.detach(|| self.inner.next(max_events, timeout));
+        Ok(match status {
+            SubscriptionStatus::Events(bytes, _) => Some(PyBytes::new(py, &bytes)),
+            SubscriptionStatus::Timeout => Some(PyBytes::new(py, b"")),
+            SubscriptionStatus::Closed(_) => None,
+        })
+    }
+
+    /// The id of the next event this subscription delivers.
+    #[getter]
+    fn next_id(&self) -> u64 {
+        self.inner.next_id()
+    }
+
+    /// Why the subscription was closed, or None while it is open.
+    #[getter]
+    fn closed_reason(&self) -> Option<&'static str> {
+        self.inner.closed_reason()
+    }
+
+    fn close(&self, py: Python<'_>) {
+        py.detach(|| self.inner.close());
+    }
+}
+
+fn duration(seconds: f64) -> PyResult<Duration> {
+    Duration::try_from_secs_f64(seconds).map_err(|_| PyValueError::new_err(format!("invalid timeout: {seconds}")))
+}
+
+fn build_event(fields: EventFields<'_>, resource: Option<&Bound<'_, PyAny>>) -> PyResult<OwnedEvent> {
+    let Some(resource) = resource.filter(|r| !r.is_none()) else {
+        return Ok(OwnedEvent::new(fields, []));
+    };
+    let mut quantities: Vec<(PyBackedStr, i64)> = Vec::new();
+    if let Ok(dict) = resource.cast::<PyDict>() {
+        for (name, value) in dict.iter() {
+            quantities.push(quantity(&name, &value)?);
+        }
+    } else {
+        let items = resource
+            .call_method0("items")
+            .map_err(|_| PyTypeError::new_err("resource must be a mapping of resource name to integer"))?;
+        for pair in items.try_iter()? {
+            let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair?.extract()?;
+            quantities.push(quantity(&name, &value)?);
+        }
+    }
+    Ok(OwnedEvent::new(fields, quantities.iter().map(|(n, v)| (&**n, *v))))
+}
+
+fn quantity(name: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<(PyBackedStr, i64)> {
+    let name: PyBackedStr = name.extract().map_err(|_| PyTypeError::new_err("resource names must be strings"))?;
+    if value.is_instance_of::<pyo3::types::PyBool>() || !value.is_instance_of::<pyo3::types::PyInt>() {
+        return Err(PyTypeError::new_err(format!("resource quantity for {:?} must be an integer", &*name)));
+    }
+    let value: i64 = value
+        .extract()
+        .map_err(|_| PyValueError::new_err(format!("resource quantity for {:?} is outside the int64 range", &*name)))?;
+    Ok((name, value))
+}
+
+fn event_from_tuple(t: &Bound<'_, PyTuple>) -> PyResult<OwnedEvent> {
+    let n = t.len();
+    if !(5..=8).contains(&n) {
+        return Err(PyTypeError::new_err(format!(
+            "an event tuple has 5 to 8 fields (type, change_type, change_detail, timestamp_ns, object_id[, reference_id, message, resource]), got {n}"
+        )));
+    }
+    let kind = Kind::new(t.get_item(0)?.extract()?, t.get_item(1)?.extract()?, t.get_item(2)?.extract()?)
+        .map_err(errors::to_py)?;
+    let timestamp_ns: i64 = t.get_item(3)?.extract()?;
+    let object = t.get_item(4)?;
+    let reference = if n > 5 { Some(t.get_item(5)?) } else { None };
+    let message = if n > 6 { Some(t.get_item(6)?) } else { None };
+    let resource = if n > 7 { Some(t.get_item(7)?) } else { None };
+    let object: PyBackedStr = object.extract()?;
+    let reference: Option<PyBackedStr> = reference.map(|r| r.extract()).transpose()?;
+    let message: Option<PyBackedStr> = message.map(|m| m.extract()).transpose()?;
+    let fields = EventFields {
+        kind,
+        timestamp_ns,
+        object: &object,
+        reference: reference.as_deref().unwrap_or(""),
+        message: message.as_deref().unwrap_or(""),
+    };
+    build_event(fields, resource.as_ref())
+}

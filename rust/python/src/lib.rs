@@ -1,0 +1,19 @@
+//! `pyscheduler._native`: the thin PyO3 binding of `pyscheduler-core`.
+//!
+//! Only translation lives here: Python arguments to core calls, core results to `bytes`,
+//! ints and tuples, and `CoreError` to Python exceptions (in `errors`, one place). Anything
+//! that can take a while (flush, batch bodies, stream reads) runs with the GIL released.
+
+mod errors;
+mod event_store;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_class::<event_store::EventStore>()?;
+    m.add_class::<event_store::Subscription>()?;
+    errors::register(m)?;
+    Ok(())
+}
