@@ -30,13 +30,23 @@ from pyscheduler.events.publisher import DEFAULT_PUBLISH_INTERVAL, EventSink, Sh
 from pyscheduler.events.request_store import RequestEventStore
 from pyscheduler.events.types import EventChangeType, EventRecord, EventRecordType
 
-__all__ = ["EventStats", "EventSystem", "DEFAULT_QUEUE_CAPACITY", "DEFAULT_SUBSCRIBER_CAPACITY"]
+__all__ = [
+    "DEFAULT_QUEUE_CAPACITY",
+    "DEFAULT_SUBSCRIBER_CAPACITY",
+    "EventStats",
+    "EventSystem",
+    "truncate_message",
+]
 
 #: Events that may wait between ``add`` and the ring (YuniKorn's event channel size).
 DEFAULT_QUEUE_CAPACITY = 100_000
 #: Live events a stream subscriber may fall behind by before it is cut (YuniKorn's
 #: effective slack: 1000 events in the producer-side buffer and 1000 in the handler's).
 DEFAULT_SUBSCRIBER_CAPACITY = 2000
+
+#: YuniKorn cuts longer messages to their first 1021 bytes and "..." (Kubernetes' limit).
+MAX_MESSAGE_BYTES = 1024
+_KEPT_MESSAGE_BYTES = 1021
 
 _REQUEST = int(EventRecordType.REQUEST)
 _NONE = int(EventChangeType.NONE)
@@ -74,6 +84,16 @@ class EventStats:
     memory_bytes: int
 
 
+def truncate_message(message: str) -> str:
+    """YuniKorn's message cut, on a UTF-8 character boundary (the Rust store does the same
+    for history events)."""
+    encoded = message.encode("utf-8", "surrogatepass")
+    if len(encoded) <= MAX_MESSAGE_BYTES:
+        return message
+    # errors="ignore" drops a character split by the cut, backing off to its boundary.
+    return encoded[:_KEPT_MESSAGE_BYTES].decode("utf-8", "ignore") + "..."
+
+
 class EventSystem:
     """Non-blocking event intake, the history ring, request events and stream subscriptions."""
 
@@ -87,6 +107,8 @@ class EventSystem:
     ) -> None:
         self._settings = settings or EventSettings()
         self._clock = clock or SystemClock()
+        # With the real clock the native store stamps events itself (no Python call per event).
+        self._now_ns = None if isinstance(self._clock, SystemClock) else self._clock.now_ns
         self._settings_lock = threading.Lock()
         #: A new id per instance: clients that see it change know the history restarted.
         self.instance_uuid = str(uuid.uuid4())
@@ -128,11 +150,14 @@ class EventSystem:
         queue or request store full)."""
         if not self._tracking:
             return False
-        if timestamp_ns is None:
-            timestamp_ns = self._clock.now_ns()
+        if timestamp_ns is None and self._now_ns is not None:
+            timestamp_ns = self._now_ns()
         if type == _REQUEST and change_type == _NONE:
+            stamp = self._clock.now_ns() if timestamp_ns is None else timestamp_ns
             return self._add_request(
-                EventRecord(type, change_type, change_detail, object_id, reference_id, message, timestamp_ns, resource or {})
+                EventRecord(
+                    type, change_type, change_detail, object_id, reference_id, truncate_message(message), stamp, resource or {}
+                )
             )
         return self._native_add(type, change_type, change_detail, timestamp_ns, object_id, reference_id, message, resource)
 

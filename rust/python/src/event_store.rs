@@ -31,7 +31,8 @@ impl EventStore {
         Ok(EventStore { pipeline: EventPipeline::new(capacity, queue_capacity) })
     }
 
-    /// Queues one event; False when it was dropped (queue full or store stopped).
+    /// Queues one event (timestamp None: now); False when it was dropped (queue full or store
+    /// stopped).
     #[pyo3(signature = (r#type, change_type, change_detail, timestamp_ns, object_id, reference_id = "", message = "", resource = None))]
     #[allow(clippy::too_many_arguments)]
     fn add(
@@ -39,13 +40,14 @@ impl EventStore {
         r#type: u32,
         change_type: u32,
         change_detail: u32,
-        timestamp_ns: i64,
+        timestamp_ns: Option<i64>,
         object_id: &str,
         reference_id: &str,
         message: &str,
         resource: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
         let kind = Kind::new(r#type, change_type, change_detail).map_err(errors::to_py)?;
+        let timestamp_ns = timestamp_ns.unwrap_or_else(now_ns);
         let fields = EventFields { kind, timestamp_ns, object: object_id, reference: reference_id, message };
         let event = build_event(fields, resource)?;
         Ok(self.pipeline.add(event))
@@ -254,6 +256,13 @@ impl Subscription {
     }
 }
 
+/// Unix time in nanoseconds, read in Rust so the common case costs no Python call.
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
 fn duration(seconds: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(seconds).map_err(|_| PyValueError::new_err(format!("invalid timeout: {seconds}")))
 }
@@ -299,7 +308,7 @@ fn event_from_tuple(t: &Bound<'_, PyTuple>) -> PyResult<OwnedEvent> {
     }
     let kind = Kind::new(t.get_item(0)?.extract()?, t.get_item(1)?.extract()?, t.get_item(2)?.extract()?)
         .map_err(errors::to_py)?;
-    let timestamp_ns: i64 = t.get_item(3)?.extract()?;
+    let timestamp_ns: i64 = t.get_item(3)?.extract::<Option<i64>>()?.unwrap_or_else(now_ns);
     let object = t.get_item(4)?;
     let reference = if n > 5 { Some(t.get_item(5)?) } else { None };
     let message = if n > 6 { Some(t.get_item(6)?) } else { None };

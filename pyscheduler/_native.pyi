@@ -1,0 +1,73 @@
+"""Type stub of ``pyscheduler._native``, the Rust extension (rust/python, over rust/core)."""
+
+from collections.abc import Iterable, Mapping
+
+__version__: str
+
+class EventIdOutOfRangeError(ValueError):
+    """A start event id the ring buffer does not hold. args: (message, start, lowest, highest)."""
+
+class EventSystemStoppedError(RuntimeError):
+    """The event pipeline was stopped."""
+
+_EventTuple = (
+    tuple[int, int, int, int, str]
+    | tuple[int, int, int, int, str, str]
+    | tuple[int, int, int, int, str, str, str]
+    | tuple[int, int, int, int, str, str, str, Mapping[str, int] | None]
+)
+
+class EventStore:
+    """The event ring buffer and the non-blocking pipeline that feeds it.
+
+    ``capacity`` events are kept (0: collection off); ``queue_capacity`` events may wait
+    between ``add`` and the ring before new ones are dropped.
+    """
+
+    def __init__(self, capacity: int = 100_000, queue_capacity: int = 100_000) -> None: ...
+    def add(
+        self,
+        type: int,
+        change_type: int,
+        change_detail: int,
+        timestamp_ns: int | None,
+        object_id: str,
+        reference_id: str = "",
+        message: str = "",
+        resource: Mapping[str, int] | None = None,
+    ) -> bool:
+        """Queue one event (timestamp None: now); False when it was dropped."""
+    def add_many(self, events: Iterable[_EventTuple]) -> int:
+        """Queue many events; returns how many were accepted."""
+    def flush(self, timeout: float | None = None) -> bool:
+        """Wait until everything accepted so far is stored; False on timeout."""
+    def lowest_id(self) -> int: ...
+    def highest_id(self) -> int: ...
+    def next_id(self) -> int: ...
+    def id_range(self) -> tuple[int, int]: ...
+    def __len__(self) -> int: ...
+    @property
+    def capacity(self) -> int: ...
+    def resize(self, capacity: int) -> None: ...
+    def batch_body(self, instance_uuid: str, start: int, count: int) -> bytes: ...
+    def ndjson(self, start: int, count: int) -> bytes: ...
+    def records(
+        self, start: int, count: int
+    ) -> list[tuple[int, int, int, int, int, str, str, str, dict[str, int]]]: ...
+    def subscribe_recent(self, count: int = 0, capacity: int = 2000) -> Subscription: ...
+    def subscribe_from(self, start: int, capacity: int = 2000) -> Subscription: ...
+    def stats(self) -> dict[str, int]: ...
+    def stop(self) -> None: ...
+    @property
+    def stopped(self) -> bool: ...
+
+class Subscription:
+    """A cursor over the ring: history first, then live events, as NDJSON chunks."""
+
+    def next(self, max_events: int = 1000, timeout: float = 1.0) -> bytes | None:
+        """Events as NDJSON; b"" when none came in time; None once closed."""
+    @property
+    def next_id(self) -> int: ...
+    @property
+    def closed_reason(self) -> str | None: ...
+    def close(self) -> None: ...

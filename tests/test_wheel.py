@@ -1,0 +1,63 @@
+"""The built wheel installs into a clean virtual environment and works there.
+
+`make test` builds the wheel (`make wheels`) before pytest runs; this test installs that
+wheel, with no access to the source tree, and uses the native event store through it.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _newest_wheel() -> Path:
+    wheels = sorted((ROOT / "dist").glob("pyscheduler-*.whl"), key=lambda p: p.stat().st_mtime)
+    if not wheels:
+        pytest.fail("no wheel in dist/: run `make wheels` (make test does it first)")
+    return wheels[-1]
+
+
+def test_wheel_contents() -> None:
+    names = zipfile.ZipFile(_newest_wheel()).namelist()
+    assert "pyscheduler/py.typed" in names
+    assert "pyscheduler/_native.pyi" in names
+    assert any(n.startswith("pyscheduler/_native") and n.endswith(".so") for n in names)
+    assert "pyscheduler/events/system.py" in names
+    assert not any(n.startswith("tests/") for n in names), "tests are not shipped"
+
+
+def test_wheel_installs_and_imports_in_a_clean_venv(tmp_path: Path) -> None:
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", str(_newest_wheel())],
+        check=True,
+        timeout=120,
+    )
+    script = (
+        "import json, pyscheduler, pyscheduler._native as n\n"
+        "from pyscheduler.events import EventSystem\n"
+        "es = EventSystem()\n"
+        "es.add(4, 2, 0, 'root', timestamp_ns=5)\n"
+        "assert es.flush(5.0)\n"
+        "print(json.dumps({'file': pyscheduler.__file__, 'version': pyscheduler.__version__,\n"
+        "                  'body': es.batch_body(0, 10).decode()}))\n"
+        "es.stop()\n"
+    )
+    # Run from the temporary folder so the source tree cannot be imported by accident.
+    out = subprocess.run(
+        [python, "-c", script], check=True, capture_output=True, text=True, cwd=tmp_path, timeout=60
+    ).stdout
+    result = json.loads(out)
+    assert str(env_dir) in result["file"], "imported from the installed wheel"
+    assert result["version"] != "0+unknown"
+    body = json.loads(result["body"])
+    assert body["EventRecords"] == [{"type": 4, "objectID": "root", "timestampNano": 5, "eventChangeType": 2, "resource": {}}]
