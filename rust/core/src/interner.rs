@@ -34,6 +34,8 @@ const INLINE_MAX: usize = 16;
 struct Slot {
     refs: u32,
     tag: u8,
+    /// The string needs no JSON escaping: the writer copies it verbatim.
+    clean: bool,
     /// UUID bytes, inline string bytes, or (heap / free) a little-endian u32 index.
     data: [u8; 16],
 }
@@ -46,14 +48,16 @@ impl Slot {
     fn with_index(tag: u8, index: u32) -> Slot {
         let mut data = [0u8; 16];
         data[..4].copy_from_slice(&index.to_le_bytes());
-        Slot { refs: 1, tag, data }
+        Slot { refs: 1, tag, clean: false, data }
     }
 }
 
-/// A string as stored: either borrowed from the interner or a UUID to be formatted.
+/// A string as stored: borrowed from the interner (`Clean` when it needs no JSON escaping,
+/// which is known from interning time) or a UUID to be formatted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum StrRef<'a> {
     Str(&'a str),
+    Clean(&'a str),
     Uuid([u8; 16]),
 }
 
@@ -61,7 +65,7 @@ impl<'a> StrRef<'a> {
     /// Writes the string's UTF-8 bytes; UUIDs are formatted in their canonical lower-case form.
     pub fn with_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
         match self {
-            StrRef::Str(s) => f(s.as_bytes()),
+            StrRef::Str(s) | StrRef::Clean(s) => f(s.as_bytes()),
             StrRef::Uuid(bytes) => f(&format_uuid(bytes)),
         }
     }
@@ -72,9 +76,17 @@ impl<'a> StrRef<'a> {
     }
 }
 
-impl crate::wire::NameBytes for StrRef<'_> {
-    fn with_name_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        self.with_bytes(f)
+impl crate::wire::JsonText for StrRef<'_> {
+    fn is_empty(&self) -> bool {
+        matches!(self, StrRef::Str("") | StrRef::Clean(""))
+    }
+
+    fn write_json(&self, out: &mut Vec<u8>) {
+        match self {
+            StrRef::Clean(s) => crate::wire::write_clean_str(out, s.as_bytes()),
+            StrRef::Uuid(bytes) => crate::wire::write_clean_str(out, &format_uuid(bytes)),
+            StrRef::Str(s) => crate::wire::write_str(out, s.as_bytes()),
+        }
     }
 }
 
@@ -107,7 +119,7 @@ impl Default for Interner {
 impl Interner {
     pub fn new() -> Self {
         // Slot 0 is the permanent empty string.
-        let empty = Slot { refs: 0, tag: TAG_INLINE_BASE, data: [0; 16] };
+        let empty = Slot { refs: 0, tag: TAG_INLINE_BASE, clean: true, data: [0; 16] };
         Interner {
             slots: vec![empty],
             heap: Vec::new(),
@@ -190,12 +202,19 @@ impl Interner {
         let slot = &self.slots[id as usize];
         match slot.tag {
             TAG_UUID => StrRef::Uuid(slot.data),
-            TAG_HEAP => StrRef::Str(&self.heap[slot.index() as usize]),
             TAG_FREE => panic!("interner id {id} is not live"),
             tag => {
-                let len = (tag - TAG_INLINE_BASE) as usize;
-                // Inline bytes were copied from a &str, so they are valid UTF-8.
-                StrRef::Str(std::str::from_utf8(&slot.data[..len]).expect("inline string is UTF-8"))
+                let text = if tag == TAG_HEAP {
+                    &*self.heap[slot.index() as usize]
+                } else {
+                    // Inline bytes were copied from a &str, so they are valid UTF-8.
+                    std::str::from_utf8(&slot.data[..(tag - TAG_INLINE_BASE) as usize]).expect("inline string is UTF-8")
+                };
+                if slot.clean {
+                    StrRef::Clean(text)
+                } else {
+                    StrRef::Str(text)
+                }
             }
         }
     }
@@ -225,11 +244,11 @@ impl Interner {
 
     fn new_slot(&mut self, key: Key<'_>) -> Slot {
         match key {
-            Key::Uuid(bytes) => Slot { refs: 1, tag: TAG_UUID, data: bytes },
+            Key::Uuid(bytes) => Slot { refs: 1, tag: TAG_UUID, clean: true, data: bytes },
             Key::Str(s) if s.len() <= INLINE_MAX => {
                 let mut data = [0u8; 16];
                 data[..s.len()].copy_from_slice(s.as_bytes());
-                Slot { refs: 1, tag: TAG_INLINE_BASE + s.len() as u8, data }
+                Slot { refs: 1, tag: TAG_INLINE_BASE + s.len() as u8, clean: crate::wire::is_clean(s.as_bytes()), data }
             }
             Key::Str(s) => {
                 self.heap_bytes += s.len();
@@ -244,7 +263,9 @@ impl Interner {
                         (self.heap.len() - 1) as u32
                     }
                 };
-                Slot::with_index(TAG_HEAP, index)
+                let mut slot = Slot::with_index(TAG_HEAP, index);
+                slot.clean = crate::wire::is_clean(s.as_bytes());
+                slot
             }
         }
     }
@@ -347,7 +368,7 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(i.refs(a), 2);
         assert_eq!(i.len(), 1);
-        assert_eq!(i.get(a), StrRef::Str("spark-app-000123"));
+        assert_eq!(i.get(a), StrRef::Clean("spark-app-000123"));
     }
 
     #[test]
@@ -355,7 +376,7 @@ mod tests {
         let mut i = Interner::new();
         assert_eq!(i.intern(""), EMPTY_ID);
         i.release(EMPTY_ID);
-        assert_eq!(i.get(EMPTY_ID), StrRef::Str(""));
+        assert_eq!(i.get(EMPTY_ID), StrRef::Clean(""));
         assert_eq!(i.len(), 0);
     }
 
@@ -380,7 +401,11 @@ mod tests {
         // The upper-case UUID is a different string from the lower-case one.
         assert_ne!(ids[4], ids[5]);
         assert!(matches!(i.get(ids[4]), StrRef::Uuid(_)));
-        assert!(matches!(i.get(ids[5]), StrRef::Str(_)));
+        assert!(matches!(i.get(ids[5]), StrRef::Clean(_)));
+        // Strings that need JSON escaping are flagged as such.
+        assert!(matches!(i.get(ids[7]), StrRef::Str(_)));
+        let quoted = i.intern("say \"hi\"");
+        assert!(matches!(i.get(quoted), StrRef::Str(_)));
     }
 
     #[test]

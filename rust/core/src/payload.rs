@@ -19,6 +19,15 @@ struct Entry {
     message: u32,
     /// Sorted by resource name (Go writes map keys in sorted order), names unique.
     resource: Box<[Quantity]>,
+    /// The resource's wire JSON (`{}` or `{"resources":{...}}`), rendered once: every record
+    /// that shares this payload writes these bytes as they are.
+    resource_json: Box<[u8]>,
+}
+
+impl Entry {
+    fn empty() -> Entry {
+        Entry { refs: 0, message: EMPTY_ID, resource: Box::new([]), resource_json: Box::from(&b"{}"[..]) }
+    }
 }
 
 pub struct Payloads {
@@ -37,7 +46,7 @@ impl Default for Payloads {
 impl Payloads {
     pub fn new() -> Self {
         Payloads {
-            entries: vec![Entry { refs: 0, message: EMPTY_ID, resource: Box::new([]) }],
+            entries: vec![Entry::empty()],
             free: Vec::new(),
             index: HashTable::new(),
             hasher: foldhash::fast::FixedState::with_seed(0xfeed_beef),
@@ -65,7 +74,10 @@ impl Payloads {
             }
             return id;
         }
-        let entry = Entry { refs: 1, message, resource: resource.into_boxed_slice() };
+        let mut resource_json = Vec::new();
+        let names = resource.iter().map(|&(n, v)| (strings.get(n), v));
+        crate::wire::write_resource(&mut resource_json, names);
+        let entry = Entry { refs: 1, message, resource: resource.into_boxed_slice(), resource_json: resource_json.into() };
         let id = match self.free.pop() {
             Some(id) => {
                 self.entries[id as usize] = entry;
@@ -98,10 +110,7 @@ impl Payloads {
         if let Ok(found) = self.index.find_entry(hash, |&other| other == id) {
             found.remove();
         }
-        let entry = std::mem::replace(
-            &mut self.entries[id as usize],
-            Entry { refs: 0, message: EMPTY_ID, resource: Box::new([]) },
-        );
+        let entry = std::mem::replace(&mut self.entries[id as usize], Entry::empty());
         strings.release(entry.message);
         for (name, _) in entry.resource.iter() {
             strings.release(*name);
@@ -117,6 +126,11 @@ impl Payloads {
         &self.entries[id as usize].resource
     }
 
+    /// The resource as wire JSON.
+    pub fn resource_json(&self, id: u32) -> &[u8] {
+        &self.entries[id as usize].resource_json
+    }
+
     /// Number of live payloads (the empty payload not counted).
     pub fn len(&self) -> usize {
         self.entries.len() - 1 - self.free.len()
@@ -127,7 +141,11 @@ impl Payloads {
     }
 
     pub fn memory_bytes(&self) -> usize {
-        let boxed: usize = self.entries.iter().map(|e| e.resource.len() * std::mem::size_of::<Quantity>()).sum();
+        let boxed: usize = self
+            .entries
+            .iter()
+            .map(|e| e.resource.len() * std::mem::size_of::<Quantity>() + e.resource_json.len())
+            .sum();
         self.entries.capacity() * std::mem::size_of::<Entry>()
             + boxed
             + self.free.capacity() * 4

@@ -125,7 +125,7 @@ impl EventStore {
                 None
             }
             Some((a, b)) => {
-                out.reserve((a.len() + b.len()) * 200);
+                out.reserve((a.len() + b.len()) * 256);
                 out.push(b'[');
                 for (i, rec) in a.iter().chain(b).enumerate() {
                     if i > 0 {
@@ -145,7 +145,7 @@ impl EventStore {
     pub fn write_ndjson(&self, out: &mut Vec<u8>, start: u64, count: u64) -> RangeInfo {
         let (lowest, highest) = (self.ring.lowest_id(), self.ring.highest_id());
         let written = self.ring.range(start, count).map(|(a, b)| {
-            out.reserve((a.len() + b.len()) * 200);
+            out.reserve((a.len() + b.len()) * 256);
             for rec in a.iter().chain(b) {
                 self.write_record(out, rec);
                 out.push(b'\n');
@@ -159,23 +159,16 @@ impl EventStore {
     pub fn write_record(&self, out: &mut Vec<u8>, rec: &CompactRecord) {
         let kind: Kind = rec.kind;
         let payload = rec.payload;
-        let resource = self.payloads.resource(payload).iter().map(|&(n, v)| (self.strings.get(n), v));
-        self.strings.get(rec.object).with_bytes(|object_id| {
-            self.strings.get(rec.reference).with_bytes(|reference_id| {
-                self.strings.get(self.payloads.message(payload)).with_bytes(|message| {
-                    let wire_rec = WireRecord {
-                        record_type: kind.record_type(),
-                        object_id,
-                        message,
-                        timestamp_ns: rec.timestamp_ns,
-                        change_type: kind.change_type(),
-                        change_detail: kind.change_detail(),
-                        reference_id,
-                    };
-                    wire::write_record(out, &wire_rec, resource);
-                })
-            })
-        });
+        let wire_rec = WireRecord {
+            record_type: kind.record_type(),
+            object_id: self.strings.get(rec.object),
+            message: self.strings.get(self.payloads.message(payload)),
+            timestamp_ns: rec.timestamp_ns,
+            change_type: kind.change_type(),
+            change_detail: kind.change_detail(),
+            reference_id: self.strings.get(rec.reference),
+        };
+        wire::write_record(out, &wire_rec, self.payloads.resource_json(payload));
     }
 
     /// Decodes up to `count` records from `start` (empty when `start` is not held).

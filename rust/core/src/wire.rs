@@ -28,6 +28,19 @@ const NEEDS_CARE: [bool; 256] = {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Whether `s` can be copied into a JSON string verbatim (computed once, at interning).
+pub fn is_clean(s: &[u8]) -> bool {
+    s.iter().all(|&b| !NEEDS_CARE[b as usize])
+}
+
+/// Appends a string known to need no escaping, with its quotes.
+pub fn write_clean_str(out: &mut Vec<u8>, s: &[u8]) {
+    out.reserve(s.len() + 2);
+    out.push(b'"');
+    out.extend_from_slice(s);
+    out.push(b'"');
+}
+
 /// Appends `s` as a JSON string literal (with quotes), escaped as Go's encoder does.
 pub fn write_str(out: &mut Vec<u8>, s: &[u8]) {
     out.push(b'"');
@@ -74,32 +87,37 @@ pub fn write_int<I: itoa::Integer>(out: &mut Vec<u8>, v: I) {
     out.extend_from_slice(buf.format(v).as_bytes());
 }
 
-/// A record's fields as the writer needs them; strings as raw UTF-8.
-pub struct WireRecord<'a> {
-    pub record_type: u32,
-    pub object_id: &'a [u8],
-    pub message: &'a [u8],
-    pub timestamp_ns: i64,
-    pub change_type: u32,
-    pub change_detail: u32,
-    pub reference_id: &'a [u8],
+/// A string the writer can put into JSON: raw bytes (always escaped as needed), or an
+/// interned string that already knows whether it needs escaping.
+pub trait JsonText {
+    fn is_empty(&self) -> bool;
+    fn write_json(&self, out: &mut Vec<u8>);
 }
 
-/// Something that can lend its UTF-8 bytes: a plain slice, or an interned string that may
-/// have to be formatted first (a UUID).
-pub trait NameBytes {
-    fn with_name_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R;
-}
+impl JsonText for &[u8] {
+    fn is_empty(&self) -> bool {
+        <[u8]>::is_empty(self)
+    }
 
-impl NameBytes for &[u8] {
-    fn with_name_bytes<R>(&self, f: impl FnOnce(&[u8]) -> R) -> R {
-        f(self)
+    fn write_json(&self, out: &mut Vec<u8>) {
+        write_str(out, self)
     }
 }
 
-/// Writes one EventRecord object (no trailing newline). `resource` yields (name, value) in
-/// sorted name order.
-pub fn write_record<N: NameBytes>(out: &mut Vec<u8>, rec: &WireRecord<'_>, resource: impl ExactSizeIterator<Item = (N, i64)>) {
+/// A record's fields as the writer needs them.
+pub struct WireRecord<S: JsonText> {
+    pub record_type: u32,
+    pub object_id: S,
+    pub message: S,
+    pub timestamp_ns: i64,
+    pub change_type: u32,
+    pub change_detail: u32,
+    pub reference_id: S,
+}
+
+/// Writes one EventRecord object (no trailing newline). `resource_json` is the resource
+/// object as written by [`write_resource`].
+pub fn write_record<S: JsonText>(out: &mut Vec<u8>, rec: &WireRecord<S>, resource_json: &[u8]) {
     out.push(b'{');
     let mut first = true;
     let mut key = |out: &mut Vec<u8>, k: &[u8]| {
@@ -115,11 +133,11 @@ pub fn write_record<N: NameBytes>(out: &mut Vec<u8>, rec: &WireRecord<'_>, resou
     }
     if !rec.object_id.is_empty() {
         key(out, b"\"objectID\":");
-        write_str(out, rec.object_id);
+        rec.object_id.write_json(out);
     }
     if !rec.message.is_empty() {
         key(out, b"\"message\":");
-        write_str(out, rec.message);
+        rec.message.write_json(out);
     }
     if rec.timestamp_ns != 0 {
         key(out, b"\"timestampNano\":");
@@ -135,29 +153,36 @@ pub fn write_record<N: NameBytes>(out: &mut Vec<u8>, rec: &WireRecord<'_>, resou
     }
     if !rec.reference_id.is_empty() {
         key(out, b"\"referenceID\":");
-        write_str(out, rec.reference_id);
+        rec.reference_id.write_json(out);
     }
     key(out, b"\"resource\":");
+    out.extend_from_slice(resource_json);
+    out.push(b'}');
+}
+
+/// Writes an `si.Resource` object: `{}` without quantities, otherwise
+/// `{"resources":{"<name>":{"value":N}}}`, names in the order given (sorted by the caller),
+/// a zero value as `{}` (Go's omitempty on `value`).
+pub fn write_resource<N: JsonText>(out: &mut Vec<u8>, resource: impl ExactSizeIterator<Item = (N, i64)>) {
     if resource.len() == 0 {
         out.extend_from_slice(b"{}");
-    } else {
-        out.extend_from_slice(b"{\"resources\":{");
-        for (i, (name, value)) in resource.enumerate() {
-            if i > 0 {
-                out.push(b',');
-            }
-            name.with_name_bytes(|b| write_str(out, b));
-            if value == 0 {
-                out.extend_from_slice(b":{}");
-            } else {
-                out.extend_from_slice(b":{\"value\":");
-                write_int(out, value);
-                out.push(b'}');
-            }
-        }
-        out.extend_from_slice(b"}}");
+        return;
     }
-    out.push(b'}');
+    out.extend_from_slice(b"{\"resources\":{");
+    for (i, (name, value)) in resource.enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        name.write_json(out);
+        if value == 0 {
+            out.extend_from_slice(b":{}");
+        } else {
+            out.extend_from_slice(b":{\"value\":");
+            write_int(out, value);
+            out.push(b'}');
+        }
+    }
+    out.extend_from_slice(b"}}");
 }
 
 /// Writes the head of a `/ws/v1/events/batch` body, up to and including `"EventRecords":`.
@@ -192,14 +217,16 @@ mod tests {
         assert_eq!(s("€ ✓ \u{7f}"), "\"€ ✓ \u{7f}\"");
     }
 
-    fn rec(out: &mut Vec<u8>, r: &WireRecord<'_>, res: &[(&str, i64)]) {
-        write_record(out, r, res.iter().map(|(n, v)| (n.as_bytes(), *v)));
+    fn rec(out: &mut Vec<u8>, r: &WireRecord<&[u8]>, res: &[(&str, i64)]) {
+        let mut resource = Vec::new();
+        write_resource(&mut resource, res.iter().map(|(n, v)| (n.as_bytes(), *v)));
+        write_record(out, r, &resource);
     }
 
     #[test]
     fn record_key_order_and_omissions() {
         let mut out = Vec::new();
-        let r = WireRecord {
+        let r = WireRecord::<&[u8]> {
             record_type: 2,
             object_id: b"app-1",
             message: b"",
@@ -218,7 +245,7 @@ mod tests {
     #[test]
     fn empty_record_still_has_resource() {
         let mut out = Vec::new();
-        let r = WireRecord { record_type: 0, object_id: b"", message: b"", timestamp_ns: 0, change_type: 0, change_detail: 0, reference_id: b"" };
+        let r = WireRecord::<&[u8]> { record_type: 0, object_id: b"", message: b"", timestamp_ns: 0, change_type: 0, change_detail: 0, reference_id: b"" };
         rec(&mut out, &r, &[]);
         assert_eq!(out, br#"{"resource":{}}"#);
     }
@@ -226,7 +253,7 @@ mod tests {
     #[test]
     fn zero_quantity_is_an_empty_object_and_negative_values_are_kept() {
         let mut out = Vec::new();
-        let r = WireRecord { record_type: 3, object_id: b"n", message: b"m", timestamp_ns: -5, change_type: 1, change_detail: 304, reference_id: b"" };
+        let r = WireRecord::<&[u8]> { record_type: 3, object_id: b"n", message: b"m", timestamp_ns: -5, change_type: 1, change_detail: 304, reference_id: b"" };
         rec(&mut out, &r, &[("memory", 0), ("pods", -1)]);
         assert_eq!(
             String::from_utf8(out).unwrap(),
