@@ -7,7 +7,8 @@
 //!
 //! Memory layout, chosen for the event-history workload (millions of records, roughly one
 //! UUID allocation key per two records):
-//! - every string has a 24-byte slot: refcount, a tag and 16 bytes of data;
+//! - every string has a 20-byte slot: a 24-bit refcount, a tag, a "needs no JSON escaping"
+//!   flag and 16 bytes of data;
 //! - lower-case canonical UUIDs (36 characters) are stored as their 16 raw bytes;
 //! - strings of up to 16 bytes are stored inline in the slot;
 //! - longer strings live in a side table of boxed strings, the slot holding the index;
@@ -30,25 +31,67 @@ const TAG_HEAP: u8 = 2;
 const TAG_INLINE_BASE: u8 = 3;
 const INLINE_MAX: usize = 16;
 
+/// A count that reaches this value pins the string for the life of the interner: its count
+/// no longer moves. Only strings used by more than 16 million live records at once (a queue
+/// path, a node name in a huge ring) can get there; keeping those is cheaper than a wider
+/// count in every slot.
+const REFS_PINNED: u32 = (1 << 24) - 1;
+const CLEAN_BIT: u32 = 1 << 31;
+const TAG_SHIFT: u32 = 24;
+
 #[derive(Clone, Copy)]
 struct Slot {
-    refs: u32,
-    tag: u8,
-    /// The string needs no JSON escaping: the writer copies it verbatim.
-    clean: bool,
+    /// Bits 0-23: reference count; bits 24-28: tag; bit 31: the string needs no JSON escaping
+    /// (the writer copies it verbatim). Packed so that a slot is 20 bytes, not 24.
+    meta: u32,
     /// UUID bytes, inline string bytes, or (heap / free) a little-endian u32 index.
     data: [u8; 16],
 }
 
 impl Slot {
+    fn new(tag: u8, clean: bool, data: [u8; 16]) -> Slot {
+        let clean = if clean { CLEAN_BIT } else { 0 };
+        Slot { meta: 1 | (tag as u32) << TAG_SHIFT | clean, data }
+    }
+
+    fn with_index(tag: u8, clean: bool, index: u32) -> Slot {
+        let mut data = [0u8; 16];
+        data[..4].copy_from_slice(&index.to_le_bytes());
+        Slot::new(tag, clean, data)
+    }
+
     fn index(&self) -> u32 {
         u32::from_le_bytes([self.data[0], self.data[1], self.data[2], self.data[3]])
     }
 
-    fn with_index(tag: u8, index: u32) -> Slot {
-        let mut data = [0u8; 16];
-        data[..4].copy_from_slice(&index.to_le_bytes());
-        Slot { refs: 1, tag, clean: false, data }
+    fn refs(&self) -> u32 {
+        self.meta & REFS_PINNED
+    }
+
+    fn tag(&self) -> u8 {
+        ((self.meta >> TAG_SHIFT) & 0x1f) as u8
+    }
+
+    fn clean(&self) -> bool {
+        self.meta & CLEAN_BIT != 0
+    }
+
+    fn retain(&mut self) {
+        if self.refs() < REFS_PINNED {
+            self.meta += 1;
+        }
+    }
+
+    /// Drops a reference; true when it was the last one.
+    fn release(&mut self) -> bool {
+        match self.refs() {
+            REFS_PINNED => false,
+            0 => panic!("release of a free interner id"),
+            _ => {
+                self.meta -= 1;
+                self.refs() == 0
+            }
+        }
     }
 }
 
@@ -119,7 +162,8 @@ impl Default for Interner {
 impl Interner {
     pub fn new() -> Self {
         // Slot 0 is the permanent empty string.
-        let empty = Slot { refs: 0, tag: TAG_INLINE_BASE, clean: true, data: [0; 16] };
+        let mut empty = Slot::new(TAG_INLINE_BASE, true, [0; 16]);
+        empty.meta -= 1; // the empty string is never counted
         Interner {
             slots: vec![empty],
             heap: Vec::new(),
@@ -146,8 +190,7 @@ impl Interner {
         let slots = &self.slots;
         let heap = &self.heap;
         if let Some(&id) = self.index.find(hash, |&id| slot_matches(slots, heap, id, key)) {
-            let slot = &mut self.slots[id as usize];
-            slot.refs = slot.refs.checked_add(1).expect("interner reference count overflow");
+            self.slots[id as usize].retain();
             return id;
         }
         let slot = self.new_slot(key);
@@ -164,8 +207,8 @@ impl Interner {
             return;
         }
         let slot = &mut self.slots[id as usize];
-        debug_assert!(slot.refs > 0, "retain of a free interner id");
-        slot.refs += 1;
+        debug_assert!(slot.refs() > 0, "retain of a free interner id");
+        slot.retain();
     }
 
     /// Drops one reference; the string is freed (and its id becomes reusable) at zero.
@@ -173,10 +216,7 @@ impl Interner {
         if id == EMPTY_ID {
             return;
         }
-        let slot = &mut self.slots[id as usize];
-        debug_assert!(slot.refs > 0, "release of a free interner id");
-        slot.refs -= 1;
-        if slot.refs > 0 {
+        if !self.slots[id as usize].release() {
             return;
         }
         let key = slot_key(&self.slots, &self.heap, id);
@@ -185,14 +225,15 @@ impl Interner {
             entry.remove();
         }
         let slot = self.slots[id as usize];
-        if slot.tag == TAG_HEAP {
+        if slot.tag() == TAG_HEAP {
             let index = slot.index();
             self.heap_bytes -= self.heap[index as usize].len();
             self.heap[index as usize] = Box::from("");
             self.free_heap.push(index);
         }
-        self.slots[id as usize] = Slot::with_index(TAG_FREE, self.free_slot);
-        self.slots[id as usize].refs = 0;
+        let mut free = Slot::with_index(TAG_FREE, false, self.free_slot);
+        free.meta &= !REFS_PINNED;
+        self.slots[id as usize] = free;
         self.free_slot = id;
         self.live -= 1;
     }
@@ -200,7 +241,7 @@ impl Interner {
     /// The string behind a live id.
     pub fn get(&self, id: u32) -> StrRef<'_> {
         let slot = &self.slots[id as usize];
-        match slot.tag {
+        match slot.tag() {
             TAG_UUID => StrRef::Uuid(slot.data),
             TAG_FREE => panic!("interner id {id} is not live"),
             tag => {
@@ -210,7 +251,7 @@ impl Interner {
                     // Inline bytes were copied from a &str, so they are valid UTF-8.
                     std::str::from_utf8(&slot.data[..(tag - TAG_INLINE_BASE) as usize]).expect("inline string is UTF-8")
                 };
-                if slot.clean {
+                if slot.clean() {
                     StrRef::Clean(text)
                 } else {
                     StrRef::Str(text)
@@ -221,7 +262,7 @@ impl Interner {
 
     /// The reference count of an id (0 for the empty string and for free ids).
     pub fn refs(&self, id: u32) -> u32 {
-        self.slots.get(id as usize).map_or(0, |s| s.refs)
+        self.slots.get(id as usize).map_or(0, |s| s.refs())
     }
 
     /// Number of distinct live strings (the empty string not counted).
@@ -244,11 +285,11 @@ impl Interner {
 
     fn new_slot(&mut self, key: Key<'_>) -> Slot {
         match key {
-            Key::Uuid(bytes) => Slot { refs: 1, tag: TAG_UUID, clean: true, data: bytes },
+            Key::Uuid(bytes) => Slot::new(TAG_UUID, true, bytes),
             Key::Str(s) if s.len() <= INLINE_MAX => {
                 let mut data = [0u8; 16];
                 data[..s.len()].copy_from_slice(s.as_bytes());
-                Slot { refs: 1, tag: TAG_INLINE_BASE + s.len() as u8, clean: crate::wire::is_clean(s.as_bytes()), data }
+                Slot::new(TAG_INLINE_BASE + s.len() as u8, crate::wire::is_clean(s.as_bytes()), data)
             }
             Key::Str(s) => {
                 self.heap_bytes += s.len();
@@ -263,9 +304,7 @@ impl Interner {
                         (self.heap.len() - 1) as u32
                     }
                 };
-                let mut slot = Slot::with_index(TAG_HEAP, index);
-                slot.clean = crate::wire::is_clean(s.as_bytes());
-                slot
+                Slot::with_index(TAG_HEAP, crate::wire::is_clean(s.as_bytes()), index)
             }
         }
     }
@@ -297,7 +336,7 @@ fn hash_key_with(hasher: &foldhash::fast::FixedState, key: Key<'_>) -> u64 {
 
 fn slot_key<'a>(slots: &'a [Slot], heap: &'a [Box<str>], id: u32) -> Key<'a> {
     let slot = &slots[id as usize];
-    match slot.tag {
+    match slot.tag() {
         TAG_UUID => Key::Uuid(slot.data),
         TAG_HEAP => Key::Str(&heap[slot.index() as usize]),
         tag => {
@@ -461,7 +500,20 @@ mod tests {
     }
 
     #[test]
-    fn slot_is_24_bytes() {
-        assert_eq!(std::mem::size_of::<Slot>(), 24);
+    fn slot_is_20_bytes() {
+        assert_eq!(std::mem::size_of::<Slot>(), 20);
+    }
+
+    #[test]
+    fn a_count_that_saturates_pins_the_string() {
+        let mut i = Interner::new();
+        let id = i.intern("root");
+        i.slots[id as usize].meta |= REFS_PINNED;
+        i.retain(id);
+        i.release(id);
+        i.release(id);
+        assert_eq!(i.refs(id), REFS_PINNED);
+        assert_eq!(i.get(id).to_string(), "root");
+        assert_eq!(i.intern("root"), id);
     }
 }

@@ -1,11 +1,12 @@
-//! Interned record payloads: a message together with a resource.
+//! Interned record payloads: an event's kind, message and resource together.
 //!
-//! Messages and resources repeat together (every pod of an application has the same size and
-//! most events have no message; state changes share a handful of texts), so the pair is
-//! interned as one refcounted entry and a record keeps a single `u32` for both. Id 0 is the
-//! empty payload (no message, no resource), permanently, and costs nothing.
+//! These repeat together (every pod of an application has the same size, so all its "ask
+//! added" events share kind and resource; most events have no message and state changes share
+//! a handful of texts), so the triple is interned as one refcounted entry and a record keeps a
+//! single `u32` for all three. Id 0 is the all-zero payload, permanently, and costs nothing.
 
 use crate::interner::{Interner, EMPTY_ID};
+use crate::record::Kind;
 use hashbrown::HashTable;
 use std::hash::{BuildHasher, Hash, Hasher};
 
@@ -16,6 +17,7 @@ pub type Quantity = (u32, i64);
 
 struct Entry {
     refs: u32,
+    kind: Kind,
     message: u32,
     /// Sorted by resource name (Go writes map keys in sorted order), names unique.
     resource: Box<[Quantity]>,
@@ -26,7 +28,7 @@ struct Entry {
 
 impl Entry {
     fn empty() -> Entry {
-        Entry { refs: 0, message: EMPTY_ID, resource: Box::new([]), resource_json: Box::from(&b"{}"[..]) }
+        Entry { refs: 0, kind: Kind::NONE, message: EMPTY_ID, resource: Box::new([]), resource_json: Box::from(&b"{}"[..]) }
     }
 }
 
@@ -53,19 +55,19 @@ impl Payloads {
         }
     }
 
-    /// Interns (message, resource) and takes one reference. `message` and the names in
+    /// Interns (kind, message, resource) and takes one reference. `message` and the names in
     /// `resource` are interner ids whose references this call takes over: when the payload
     /// already exists they are released again, so the caller never has to.
-    pub fn intern(&mut self, strings: &mut Interner, message: u32, mut resource: Vec<Quantity>) -> u32 {
-        if message == EMPTY_ID && resource.is_empty() {
+    pub fn intern(&mut self, strings: &mut Interner, kind: Kind, message: u32, mut resource: Vec<Quantity>) -> u32 {
+        if kind == Kind::NONE && message == EMPTY_ID && resource.is_empty() {
             return EMPTY_PAYLOAD;
         }
         sort_by_name(strings, &mut resource);
-        let hash = hash_parts(&self.hasher, message, &resource);
+        let hash = hash_parts(&self.hasher, kind, message, &resource);
         let entries = &self.entries;
         if let Some(&id) = self.index.find(hash, |&id| {
             let e = &entries[id as usize];
-            e.message == message && *e.resource == *resource
+            e.kind == kind && e.message == message && *e.resource == *resource
         }) {
             self.entries[id as usize].refs += 1;
             strings.release(message);
@@ -77,7 +79,7 @@ impl Payloads {
         let mut resource_json = Vec::new();
         let names = resource.iter().map(|&(n, v)| (strings.get(n), v));
         crate::wire::write_resource(&mut resource_json, names);
-        let entry = Entry { refs: 1, message, resource: resource.into_boxed_slice(), resource_json: resource_json.into() };
+        let entry = Entry { refs: 1, kind, message, resource: resource.into_boxed_slice(), resource_json: resource_json.into() };
         let id = match self.free.pop() {
             Some(id) => {
                 self.entries[id as usize] = entry;
@@ -91,7 +93,7 @@ impl Payloads {
         let (entries, hasher) = (&self.entries, &self.hasher);
         self.index.insert_unique(hash, id, |&other| {
             let e = &entries[other as usize];
-            hash_parts(hasher, e.message, &e.resource)
+            hash_parts(hasher, e.kind, e.message, &e.resource)
         });
         id
     }
@@ -106,7 +108,7 @@ impl Payloads {
         if entry.refs > 0 {
             return;
         }
-        let hash = hash_parts(&self.hasher, entry.message, &entry.resource);
+        let hash = hash_parts(&self.hasher, entry.kind, entry.message, &entry.resource);
         if let Ok(found) = self.index.find_entry(hash, |&other| other == id) {
             found.remove();
         }
@@ -116,6 +118,10 @@ impl Payloads {
             strings.release(*name);
         }
         self.free.push(id);
+    }
+
+    pub fn kind(&self, id: u32) -> Kind {
+        self.entries[id as usize].kind
     }
 
     pub fn message(&self, id: u32) -> u32 {
@@ -162,8 +168,9 @@ fn sort_by_name(strings: &Interner, resource: &mut [Quantity]) {
     }
 }
 
-fn hash_parts(hasher: &foldhash::fast::FixedState, message: u32, resource: &[Quantity]) -> u64 {
+fn hash_parts(hasher: &foldhash::fast::FixedState, kind: Kind, message: u32, resource: &[Quantity]) -> u64 {
     let mut h = hasher.build_hasher();
+    kind.hash(&mut h);
     message.hash(&mut h);
     resource.hash(&mut h);
     h.finish()
@@ -182,9 +189,10 @@ mod tests {
         let mut s = Interner::new();
         let mut p = Payloads::new();
         let r1 = res(&mut s, &[("vcore", 1000), ("memory", 10)]);
-        let a = p.intern(&mut s, EMPTY_ID, r1);
+        let k = Kind::new(2, 2, 201).unwrap();
+        let a = p.intern(&mut s, k, EMPTY_ID, r1);
         let r2 = res(&mut s, &[("memory", 10), ("vcore", 1000)]);
-        let b = p.intern(&mut s, EMPTY_ID, r2);
+        let b = p.intern(&mut s, k, EMPTY_ID, r2);
         assert_eq!(a, b, "order of names does not matter");
         assert_eq!(p.len(), 1);
         let memory = s.intern("memory");
@@ -203,13 +211,26 @@ mod tests {
     fn message_only_and_empty() {
         let mut s = Interner::new();
         let mut p = Payloads::new();
-        assert_eq!(p.intern(&mut s, EMPTY_ID, vec![]), EMPTY_PAYLOAD);
+        assert_eq!(p.intern(&mut s, Kind::NONE, EMPTY_ID, vec![]), EMPTY_PAYLOAD);
         let m = s.intern("schedulable: true");
-        let a = p.intern(&mut s, m, vec![]);
+        let a = p.intern(&mut s, Kind::new(3, 1, 302).unwrap(), m, vec![]);
         assert_ne!(a, EMPTY_PAYLOAD);
         assert_eq!(s.get(p.message(a)).to_string(), "schedulable: true");
         assert!(p.resource(a).is_empty());
         p.release(&mut s, a);
         assert_eq!(s.len(), 0);
+    }
+
+    #[test]
+    fn kinds_are_part_of_the_key() {
+        let mut s = Interner::new();
+        let mut p = Payloads::new();
+        let r = res(&mut s, &[("memory", 10)]);
+        let a = p.intern(&mut s, Kind::new(2, 2, 201).unwrap(), EMPTY_ID, r);
+        let r = res(&mut s, &[("memory", 10)]);
+        let b = p.intern(&mut s, Kind::new(3, 2, 303).unwrap(), EMPTY_ID, r);
+        assert_ne!(a, b);
+        assert_eq!(p.kind(b).change_detail(), 303);
+        assert_eq!(p.len(), 2);
     }
 }

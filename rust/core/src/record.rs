@@ -14,6 +14,9 @@ pub const TRUNCATED_MESSAGE_BYTES: usize = 1021;
 pub struct Kind(u16);
 
 impl Kind {
+    /// All zero: UNKNOWN type, change NONE, DETAILS_NONE.
+    pub const NONE: Kind = Kind(0);
+
     pub fn new(record_type: u32, change_type: u32, change_detail: u32) -> Result<Kind, CoreError> {
         if record_type > 7 {
             return Err(CoreError::InvalidField { field: "type", value: record_type as i64, max: 7 });
@@ -40,20 +43,19 @@ impl Kind {
     }
 }
 
-/// The record as the ring buffer keeps it: 22 bytes, no heap allocation of its own. Strings
-/// and the (message, resource) payload are ids into the store's interners; the event id is
-/// not stored, it follows from the record's position.
+/// The record as the ring buffer keeps it: 20 bytes, no heap allocation of its own. The
+/// object and reference ids are interned strings; `payload` is the interned (kind, message,
+/// resource) triple; the event id is not stored, it follows from the record's position.
 ///
-/// Packed to an alignment of 2 so the timestamp does not pad the record to 24 bytes; fields
+/// Packed to an alignment of 4 so the timestamp does not pad the record to 24 bytes; fields
 /// are only ever read by value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[repr(C, packed(2))]
+#[repr(C, packed(4))]
 pub struct CompactRecord {
     pub timestamp_ns: i64,
     pub object: u32,
     pub reference: u32,
     pub payload: u32,
-    pub kind: Kind,
 }
 
 /// An event on its way from `add` to the store. All strings and resource names share one heap
@@ -168,8 +170,8 @@ mod tests {
     }
 
     #[test]
-    fn compact_record_is_22_bytes() {
-        assert_eq!(std::mem::size_of::<CompactRecord>(), 22);
+    fn compact_record_is_20_bytes() {
+        assert_eq!(std::mem::size_of::<CompactRecord>(), 20);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 
 use crate::interner::Interner;
 use crate::payload::{Payloads, Quantity};
-use crate::record::{CompactRecord, Kind, OwnedEvent};
+use crate::record::{CompactRecord, OwnedEvent};
 use crate::ring::Ring;
 use crate::wire::{self, WireRecord};
 
@@ -51,8 +51,8 @@ impl EventStore {
         let message = self.strings.intern(event.message());
         let resource: Vec<Quantity> = event.resource().map(|(name, v)| (self.strings.intern(name), v)).collect();
         let resource = dedup_names(&mut self.strings, resource);
-        let payload = self.payloads.intern(&mut self.strings, message, resource);
-        let record = CompactRecord { timestamp_ns: event.timestamp_ns, object, reference, payload, kind: event.kind };
+        let payload = self.payloads.intern(&mut self.strings, event.kind, message, resource);
+        let record = CompactRecord { timestamp_ns: event.timestamp_ns, object, reference, payload };
         let (id, evicted) = self.ring.push(record);
         if let Some(old) = evicted {
             self.release(old);
@@ -157,8 +157,8 @@ impl EventStore {
 
     /// Writes one record's JSON object.
     pub fn write_record(&self, out: &mut Vec<u8>, rec: &CompactRecord) {
-        let kind: Kind = rec.kind;
         let payload = rec.payload;
+        let kind = self.payloads.kind(payload);
         let wire_rec = WireRecord {
             record_type: kind.record_type(),
             object_id: self.strings.get(rec.object),
@@ -178,8 +178,8 @@ impl EventStore {
     }
 
     fn decode_one(&self, id: u64, rec: &CompactRecord) -> DecodedEvent {
-        let kind: Kind = rec.kind;
         let payload = rec.payload;
+        let kind = self.payloads.kind(payload);
         DecodedEvent {
             id,
             record_type: kind.record_type(),
@@ -215,7 +215,7 @@ fn dedup_names(strings: &mut Interner, resource: Vec<Quantity>) -> Vec<Quantity>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::EventFields;
+    use crate::record::{EventFields, Kind};
 
     #[allow(clippy::too_many_arguments)]
     fn event(t: u32, c: u32, d: u32, ts: i64, obj: &str, reference: &str, msg: &str, res: &[(&str, i64)]) -> OwnedEvent {
@@ -297,9 +297,9 @@ mod tests {
         assert_eq!(s.interned_strings(), 4, "app-1 left with the first record");
         s.insert(&event(4, 2, 0, 5, "root", "", "", &[]));
         assert_eq!(s.interned_strings(), 1, "only root remains");
-        assert_eq!(s.interned_payloads(), 0);
+        assert_eq!(s.interned_payloads(), 1, "the root records share one (kind, no message, no resource) payload");
         s.resize(0);
-        assert_eq!(s.interned_strings(), 0);
+        assert_eq!((s.interned_strings(), s.interned_payloads()), (0, 0));
         assert_eq!(s.insert(&event(4, 2, 0, 6, "root", "", "", &[])), None);
         assert_eq!(s.interned_strings(), 0, "a record that is not stored holds nothing");
     }
