@@ -1,6 +1,6 @@
 """Type stub of ``pyscheduler._native``, the Rust extension (rust/python, over rust/core)."""
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 __version__: str
 
@@ -37,6 +37,21 @@ class EventStore:
         resource: Mapping[str, int] | None = None,
     ) -> bool:
         """Queue one event (timestamp None: now); False when it was dropped."""
+    def record(
+        self,
+        type: int,
+        change_type: int,
+        change_detail: int,
+        object_id: str,
+        reference_id: str = "",
+        message: str = "",
+        resource: Mapping[str, int] | None = None,
+        timestamp_ns: int | None = None,
+    ) -> bool:
+        """The scheduler's entry point: nothing while tracking is off; REQUEST/NONE events go
+        to the request sink (called with these arguments); others are queued like ``add``."""
+    def set_tracking(self, enabled: bool) -> None: ...
+    def set_request_sink(self, sink: Callable[..., bool] | None) -> None: ...
     def add_many(self, events: Iterable[_EventTuple]) -> int:
         """Queue many events; returns how many were accepted."""
     def flush(self, timeout: float | None = None) -> bool:

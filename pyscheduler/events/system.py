@@ -22,15 +22,17 @@ import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from pyscheduler._native import EventStore, Subscription
 from pyscheduler.common.clock import Clock, SystemClock
 from pyscheduler.config.event_settings import EventSettings
 from pyscheduler.events.publisher import DEFAULT_PUBLISH_INTERVAL, EventSink, ShimPublisher
 from pyscheduler.events.request_store import RequestEventStore
-from pyscheduler.events.types import EventChangeType, EventRecord, EventRecordType
+from pyscheduler.events.types import EventRecord
 
 __all__ = [
+    "AddEvent",
     "DEFAULT_QUEUE_CAPACITY",
     "DEFAULT_SUBSCRIBER_CAPACITY",
     "EventStats",
@@ -47,9 +49,6 @@ DEFAULT_SUBSCRIBER_CAPACITY = 2000
 #: YuniKorn cuts longer messages to their first 1021 bytes and "..." (Kubernetes' limit).
 MAX_MESSAGE_BYTES = 1024
 _KEPT_MESSAGE_BYTES = 1021
-
-_REQUEST = int(EventRecordType.REQUEST)
-_NONE = int(EventChangeType.NONE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,8 +93,33 @@ def truncate_message(message: str) -> str:
     return encoded[:_KEPT_MESSAGE_BYTES].decode("utf-8", "ignore") + "..."
 
 
+class AddEvent(Protocol):
+    """The signature of :attr:`EventSystem.add`."""
+
+    def __call__(
+        self,
+        type: int,
+        change_type: int,
+        change_detail: int,
+        object_id: str,
+        reference_id: str = "",
+        message: str = "",
+        resource: Mapping[str, int] | None = None,
+        timestamp_ns: int | None = None,
+    ) -> bool:
+        """Record one event; never blocks. False when it was not kept (tracking disabled,
+        queue or request store full, request events disabled). ``timestamp_ns`` None: now."""
+        ...
+
+
 class EventSystem:
-    """Non-blocking event intake, the history ring, request events and stream subscriptions."""
+    """Non-blocking event intake, the history ring, request events and stream subscriptions.
+
+    ``add(type, change_type, change_detail, object_id, reference_id="", message="",
+    resource=None, timestamp_ns=None) -> bool`` records one event (see :class:`AddEvent`).
+    """
+
+    add: AddEvent
 
     def __init__(
         self,
@@ -107,8 +131,6 @@ class EventSystem:
     ) -> None:
         self._settings = settings or EventSettings()
         self._clock = clock or SystemClock()
-        # With the real clock the native store stamps events itself (no Python call per event).
-        self._now_ns = None if isinstance(self._clock, SystemClock) else self._clock.now_ns
         self._settings_lock = threading.Lock()
         #: A new id per instance: clients that see it change know the history restarted.
         self.instance_uuid = str(uuid.uuid4())
@@ -116,7 +138,10 @@ class EventSystem:
         self._requests = RequestEventStore(self._settings.request_store_capacity)
         self._sink: EventSink | None = None
         self._publisher = ShimPublisher(self._requests, lambda: self._sink, publish_interval)
+        self._request_events = False
         self._apply_flags(self._settings)
+        self._store.set_request_sink(self._on_request_event)
+        self.add: AddEvent = self._store.record if isinstance(self._clock, SystemClock) else self._add_with_clock
 
     # -- lifecycle -------------------------------------------------------------------------
 
@@ -134,8 +159,12 @@ class EventSystem:
         self._sink = sink
 
     # -- intake (the scheduling loop's side) -------------------------------------------------
+    #
+    # `add` is the native store's `record` when the clock is the real one, so the scheduling
+    # loop's call goes straight to Rust (no Python frame); with an injected clock it is
+    # `_add_with_clock`, which stamps the event from that clock first.
 
-    def add(
+    def _add_with_clock(
         self,
         type: int,
         change_type: int,
@@ -146,20 +175,11 @@ class EventSystem:
         resource: Mapping[str, int] | None = None,
         timestamp_ns: int | None = None,
     ) -> bool:
-        """Record one event; never blocks. False when it was not kept (tracking disabled,
-        queue or request store full)."""
-        if not self._tracking:
-            return False
-        if timestamp_ns is None and self._now_ns is not None:
-            timestamp_ns = self._now_ns()
-        if type == _REQUEST and change_type == _NONE:
-            stamp = self._clock.now_ns() if timestamp_ns is None else timestamp_ns
-            return self._add_request(
-                EventRecord(
-                    type, change_type, change_detail, object_id, reference_id, truncate_message(message), stamp, resource or {}
-                )
-            )
-        return self._native_add(type, change_type, change_detail, timestamp_ns, object_id, reference_id, message, resource)
+        if timestamp_ns is None:
+            timestamp_ns = self._clock.now_ns()
+        return self._store.record(
+            type, change_type, change_detail, object_id, reference_id, message, resource, timestamp_ns
+        )
 
     def add_record(self, record: EventRecord) -> bool:
         """:meth:`add` for a ready-made record (its timestamp 0 means now)."""
@@ -174,9 +194,24 @@ class EventSystem:
             record.timestamp_ns or None,
         )
 
-    def _add_request(self, record: EventRecord) -> bool:
+    def _on_request_event(
+        self,
+        type: int,
+        change_type: int,
+        change_detail: int,
+        object_id: str,
+        reference_id: str,
+        message: str,
+        resource: Mapping[str, int] | None,
+        timestamp_ns: int | None,
+    ) -> bool:
+        """The native store's sink for REQUEST/NONE events: they go to the request store."""
         if not self._request_events:
             return False
+        stamp = self._clock.now_ns() if timestamp_ns is None else timestamp_ns
+        record = EventRecord(
+            type, change_type, change_detail, object_id, reference_id, truncate_message(message), stamp, resource or {}
+        )
         return self._requests.store(record)
 
     # -- settings ----------------------------------------------------------------------------
@@ -188,7 +223,7 @@ class EventSystem:
     @property
     def tracking_enabled(self) -> bool:
         """Whether events are collected (the REST layer answers 500 while they are not)."""
-        return self._tracking
+        return self._settings.tracking_enabled
 
     def reload(self, extra_config: Mapping[str, str]) -> EventSettings:
         """Apply settings from a configuration map. A bad value raises ConfigError and leaves
@@ -206,10 +241,8 @@ class EventSystem:
             self._apply_flags(settings)
 
     def _apply_flags(self, settings: EventSettings) -> None:
-        # Plain attributes: `add` reads them without a lock on every call.
-        self._tracking = settings.tracking_enabled
+        self._store.set_tracking(settings.tracking_enabled)
         self._request_events = settings.request_events_active
-        self._native_add = self._store.add
 
     # -- queries (the REST layer's side) -------------------------------------------------------
 

@@ -7,6 +7,8 @@ use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use pyscheduler_core::pipeline::{EventPipeline, PipelineStats, SubscriptionStatus};
 use pyscheduler_core::{EventFields, Kind, OwnedEvent};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
 use std::time::Duration;
 
 /// Default number of live events a subscription may fall behind by before it is cut: the
@@ -18,7 +20,14 @@ const DEFAULT_SUBSCRIBER_CAPACITY: u64 = 2000;
 #[pyclass(module = "pyscheduler._native", frozen)]
 pub struct EventStore {
     pipeline: EventPipeline,
+    /// `record` keeps nothing while false (tracking disabled).
+    tracking: AtomicBool,
+    /// Where `record` sends REQUEST events with change type NONE (they never enter the ring).
+    request_sink: Mutex<Option<Py<PyAny>>>,
 }
+
+const REQUEST: u32 = 1;
+const CHANGE_NONE: u32 = 0;
 
 #[pymethods]
 impl EventStore {
@@ -28,7 +37,56 @@ impl EventStore {
         if queue_capacity == 0 {
             return Err(PyValueError::new_err("queue_capacity must be at least 1"));
         }
-        Ok(EventStore { pipeline: EventPipeline::new(capacity, queue_capacity) })
+        Ok(EventStore {
+            pipeline: EventPipeline::new(capacity, queue_capacity),
+            tracking: AtomicBool::new(true),
+            request_sink: Mutex::new(None),
+        })
+    }
+
+    /// The scheduler's entry point (`EventSystem.add` with the real clock): keeps nothing while
+    /// tracking is off; hands REQUEST/NONE events to the request sink (called with the same
+    /// arguments, its result returned); queues every other event like `add`.
+    #[pyo3(signature = (r#type, change_type, change_detail, object_id, reference_id = "", message = "", resource = None, timestamp_ns = None))]
+    #[allow(clippy::too_many_arguments)]
+    fn record(
+        &self,
+        py: Python<'_>,
+        r#type: u32,
+        change_type: u32,
+        change_detail: u32,
+        object_id: &str,
+        reference_id: &str,
+        message: &str,
+        resource: Option<&Bound<'_, PyAny>>,
+        timestamp_ns: Option<i64>,
+    ) -> PyResult<bool> {
+        if !self.tracking.load(Ordering::Relaxed) {
+            return Ok(false);
+        }
+        if r#type == REQUEST && change_type == CHANGE_NONE {
+            // The guard must be gone before the call: calling Python under this mutex would
+            // deadlock with another thread that holds the GIL and waits for the mutex.
+            let sink = {
+                let guard = self.request_sink.lock().map_err(|_| PyValueError::new_err("request sink lock poisoned"))?;
+                guard.as_ref().map(|s| s.clone_ref(py))
+            };
+            let Some(sink) = sink else { return Ok(false) };
+            let args = (r#type, change_type, change_detail, object_id, reference_id, message, resource, timestamp_ns);
+            return sink.call1(py, args)?.extract(py);
+        }
+        self.add(r#type, change_type, change_detail, timestamp_ns, object_id, reference_id, message, resource)
+    }
+
+    /// Turns `record` on or off (tracking enabled or disabled); `add` is not affected.
+    fn set_tracking(&self, enabled: bool) {
+        self.tracking.store(enabled, Ordering::Relaxed);
+    }
+
+    /// The callable that receives `record`'s REQUEST/NONE events (None: they are dropped).
+    fn set_request_sink(&self, sink: Option<Py<PyAny>>) -> PyResult<()> {
+        *self.request_sink.lock().map_err(|_| PyValueError::new_err("request sink lock poisoned"))? = sink;
+        Ok(())
     }
 
     /// Queues one event (timestamp None: now); False when it was dropped (queue full or store
@@ -108,22 +166,16 @@ impl EventStore {
     /// The `/ws/v1/events/batch` body (with its trailing newline) for `count` events from
     /// `start`; `EventRecords` is null when `start` is not held.
     fn batch_body<'py>(&self, py: Python<'py>, instance_uuid: &str, start: u64, count: u64) -> Bound<'py, PyBytes> {
-        let out = py.detach(|| {
-            let mut out = Vec::new();
-            self.pipeline.read().write_batch(&mut out, instance_uuid, start, count);
-            out
-        });
-        PyBytes::new(py, &out)
+        render(py, |out| {
+            self.pipeline.read().write_batch(out, instance_uuid, start, count);
+        })
     }
 
     /// Up to `count` events from `start` as NDJSON lines (empty when `start` is not held).
     fn ndjson<'py>(&self, py: Python<'py>, start: u64, count: u64) -> Bound<'py, PyBytes> {
-        let out = py.detach(|| {
-            let mut out = Vec::new();
-            self.pipeline.read().write_ndjson(&mut out, start, count);
-            out
-        });
-        PyBytes::new(py, &out)
+        render(py, |out| {
+            self.pipeline.read().write_ndjson(out, start, count);
+        })
     }
 
     /// Decoded events, for tests and debugging: tuples of (id, type, change_type,
@@ -254,6 +306,32 @@ impl Subscription {
     fn close(&self, py: Python<'_>) {
         py.detach(|| self.inner.close());
     }
+}
+
+/// Largest scratch buffer a thread keeps between calls.
+const SCRATCH_KEEP_BYTES: usize = 64 << 20;
+
+thread_local! {
+    /// Per-thread output buffer, reused so that large bodies are written into memory that is
+    /// already mapped (fresh multi-MB buffers page-fault on every call).
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Writes with the GIL released into the thread's scratch buffer, then copies the result into
+/// one `bytes` object.
+fn render<'py>(py: Python<'py>, write: impl FnOnce(&mut Vec<u8>) + Send) -> Bound<'py, PyBytes> {
+    let mut buf = SCRATCH.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    buf.clear();
+    let mut buf = py.detach(move || {
+        write(&mut buf);
+        buf
+    });
+    let bytes = PyBytes::new(py, &buf);
+    if buf.capacity() <= SCRATCH_KEEP_BYTES {
+        buf.clear();
+        SCRATCH.with(|s| *s.borrow_mut() = buf);
+    }
+    bytes
 }
 
 /// Unix time in nanoseconds, read in Rust so the common case costs no Python call.

@@ -1,0 +1,163 @@
+"""``python -m pyscheduler.bench [FAMILY] [--quick] [--json FILE]``: run the benchmarks.
+
+Benchmark families are registered in :data:`FAMILIES` (name -> family); ``all`` (the
+default) runs every family in registration order. Tables go to stdout, progress to stderr,
+and ``--json FILE`` writes the machine facts and every family's results. The exit status
+is 1 when a family failed to measure something (never because a figure is slow).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from pyscheduler.bench import events_memory, events_throughput
+from pyscheduler.bench.machine import Progress, machine_facts
+from pyscheduler.bench.workload import DEFAULT_SEED, parse_mix
+
+
+class FamilyReport(Protocol):
+    """What a benchmark family returns."""
+
+    failures: list[str]
+
+    def format(self) -> str: ...
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@dataclass(frozen=True)
+class Family:
+    """A registered benchmark family: a subcommand of ``python -m pyscheduler.bench``."""
+
+    name: str
+    help: str
+    run: Callable[[argparse.Namespace, Progress], FamilyReport]
+
+
+def _run_events_memory(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    sizes = args.sizes or (events_memory.QUICK_SIZES if args.quick else events_memory.DEFAULT_SIZES)
+    return events_memory.run(sizes=sizes, python_max=args.python_max, seed=args.seed, mix=args.mix, progress=progress)
+
+
+def _run_events_throughput(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    quick = args.quick
+    events = args.events or (events_throughput.QUICK_EVENTS if quick else events_throughput.DEFAULT_EVENTS)
+    return events_throughput.run(
+        events=events,
+        ring_capacity=events_throughput.RING_CAPACITY,  # clamped to the event count by run()
+        repeats=3,
+        batch_repeats=5 if quick else 20,
+        seed=args.seed,
+        mix=args.mix,
+        progress=progress,
+    )
+
+
+FAMILIES: dict[str, Family] = {
+    family.name: family
+    for family in (
+        Family("events-memory", "event store memory per event (benchmarks.md section 1)", _run_events_memory),
+        Family("events-throughput", "event add and serialisation throughput (section 2)", _run_events_throughput),
+    )
+}
+"""Benchmark families by subcommand name; add scheduling, REST, ... here."""
+
+
+def parse_count(text: str) -> int:
+    """Parse an event count such as ``9M``, ``20k`` or ``1000000``."""
+    factors = {"k": 1_000, "m": 1_000_000}
+    text = text.strip().lower().replace("_", "")
+    try:
+        if text and text[-1] in factors:
+            return int(float(text[:-1]) * factors[text[-1]])
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a count: {text!r} (e.g. 9M, 20k, 1000000)") from None
+
+
+def _sizes(text: str) -> list[int]:
+    return [parse_count(part) for part in text.split(",") if part.strip()]
+
+
+def _mix(text: str) -> str:
+    try:
+        parse_mix(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the command-line parser."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pyscheduler.bench",
+        description="Run pyscheduler's benchmarks (shared/spec/benchmarks.md). Tables on stdout, progress on stderr.",
+    )
+    names = ", ".join(f"{f.name} ({f.help})" for f in FAMILIES.values())
+    parser.add_argument("family", nargs="?", default="all", choices=[*FAMILIES, "all"], help=f"all (default), {names}")
+    parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test that finishes in seconds")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write machine-readable results to FILE")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="workload seed")
+    parser.add_argument("--mix", type=_mix, default="normal", help="'normal', 'gang' or a fraction of gang apps")
+    memory = parser.add_argument_group("events-memory")
+    memory.add_argument("--sizes", type=_sizes, help="event counts, e.g. 1M,3M,9M (default; --quick: 50k)")
+    memory.add_argument(
+        "--python-max",
+        type=parse_count,
+        default=events_memory.DEFAULT_PYTHON_MAX,
+        help="largest N at which the pure-Python layouts are measured (default 3M; 9M takes several GB)",
+    )
+    throughput = parser.add_argument_group("events-throughput")
+    throughput.add_argument("--events", type=parse_count, help="events per add measurement (default 1M; --quick: 20k)")
+    return parser
+
+
+def selected(name: str) -> list[Family]:
+    """Return the families to run for the ``family`` argument."""
+    return list(FAMILIES.values()) if name == "all" else [FAMILIES[name]]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the selected benchmark families; return the exit status."""
+    args = build_parser().parse_args(argv)
+    progress = Progress()
+    facts = machine_facts()
+    print("# pyscheduler benchmarks" + (" (--quick: smoke-test sizes, not figures to keep)" if args.quick else ""))
+    print()
+    print("\n".join(f"- {line}" for line in facts.header_lines()))
+    print(f"- command: python -m pyscheduler.bench {' '.join(argv if argv is not None else sys.argv[1:])}".rstrip())
+    results: dict[str, Any] = {}
+    failed = False
+    for family in selected(args.family):
+        progress(f"{family.name}: starting")
+        try:
+            report = family.run(args, progress)
+        except Exception as exc:  # one broken family must not hide the others
+            failed = True
+            results[family.name] = {"error": f"{type(exc).__name__}: {exc}"}
+            print(f"\n## {family.name}\n\nERROR: {type(exc).__name__}: {exc}")
+            continue
+        failed = failed or bool(report.failures)
+        results[family.name] = report.to_dict()
+        print()
+        print(report.format(), flush=True)
+    if args.json is not None:
+        document = {
+            "command": ["python", "-m", "pyscheduler.bench", *(argv if argv is not None else sys.argv[1:])],
+            "quick": args.quick,
+            "machine": facts.to_dict(),
+            "results": results,
+        }
+        args.json.write_text(json.dumps(document, indent=2) + "\n", encoding="utf-8")
+        progress(f"results written to {args.json}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
