@@ -18,12 +18,11 @@ import pytest
 
 from pyscheduler._native import EventStore
 from pyscheduler.config.event_settings import EventSettings
-from pyscheduler.events import EventRecord
 
 pytestmark = pytest.mark.timeout(60)
 
 #: A test that has not finished after this long is deadlocked: see `deadlock_watchdog`.
-DEADLOCK_SECONDS = 45
+DEADLOCK_SECONDS = 30
 
 REQUEST, APP = 1, 2
 NONE, SET = 0, 1
@@ -212,27 +211,31 @@ def test_hammer_producers_readers_and_a_live_subscriber(native_event_store_facto
 
 
 def test_hammer_readers_ran_concurrently(native_event_store_factory):
-    """Readers and producers overlap: a read sees a ring that is still growing."""
+    """A reader can read while producers are mid-way: it sees a ring that is still growing.
+
+    The producer hands over at half-way and waits for the reader's read, so the interleaving
+    is certain rather than left to the GIL's switch interval.
+    """
     store = native_event_store_factory(100_000, 100_000)
-    done = threading.Event()
-    seen_sizes: set[int] = set()
+    half_added, half_read = threading.Event(), threading.Event()
+    seen_highest: list[int] = []
 
     def producer() -> None:
         for i in range(60_000):
+            if i == 30_000:
+                half_added.set()
+                assert half_read.wait(5.0), "the reader never read"
             store.add(APP, SET, APP_RUNNING, i + 1, "p")
-            if i % 1000 == 0:
-                time.sleep(0)
-        done.set()
 
     def reader() -> None:
-        deadline = time.monotonic() + 8.0
-        while not done.is_set() and time.monotonic() < deadline:
-            body = store.batch_body("u", 0, 50)
-            seen_sizes.add(json.loads(body)["HighestID"])
+        assert half_added.wait(5.0)
+        seen_highest.append(json.loads(store.batch_body("u", 0, 50))["HighestID"])
+        half_read.set()
 
     run_threads([producer, reader], timeout=10.0)
     assert store.flush(5.0)
-    assert len(seen_sizes) >= 2, "the reader never observed the ring while it grew"
+    assert seen_highest and seen_highest[0] < 30_000, "read while only the first half was added"
+    assert json.loads(store.batch_body("u", 0, 50))["HighestID"] == 59_999
     assert [r[4] for r in store.records(0, 60_000)] == list(range(1, 60_001))
 
 
@@ -434,38 +437,82 @@ def test_reload_while_producing(event_system_factory):
     assert all(a < b for a, b in zip(stamps, stamps[1:]))
 
 
-def test_request_events_from_many_threads_are_published_exactly_once(event_system_factory):
+_REQUEST_THREADS_SCRIPT = r"""
+import json, threading
+from pyscheduler.config.event_settings import EventSettings
+from pyscheduler.events import EventSystem
+
+THREADS, PER_THREAD = 4, 2500
+es = EventSystem(
+    EventSettings(request_events_enabled=True, request_store_capacity=THREADS * PER_THREAD),
+    publish_interval=0.005,
+)
+sent, lock = [], threading.Lock()
+
+class Sink:
+    def send_event(self, events):
+        with lock:
+            sent.extend(events)
+
+es.set_callback(Sink())
+es.start()
+refused = [0] * THREADS
+
+def produce(t):
+    for i in range(PER_THREAD):
+        if not es.add(1, 0, 0, f"ask-{t}", "app", f"m{i}", timestamp_ns=i + 1):
+            refused[t] += 1
+
+threads = [threading.Thread(target=produce, args=(t,)) for t in range(THREADS)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+es.flush(5.0)
+es.stop()  # the last publication
+stats = es.stats()
+print(json.dumps({
+    "refused": refused,
+    "sent": [[e.object_id, e.timestamp_ns] for e in sent],
+    "stats": [stats.request_stored, stats.request_dropped, stats.published],
+    "next_id": es.next_id(),
+}))
+"""
+
+
+def test_request_events_from_many_threads_are_published_exactly_once():
+    """Four threads add request events while the publisher runs: each is sent to the RM exactly
+    once, in each thread's order, and none reaches the ring.
+
+    Runs in a child process: a deadlock there (threads stuck on a lock while holding the GIL)
+    becomes a clean failure here instead of hanging the whole test run.
+    """
+    import os
+    import subprocess
+
     threads_, per_thread = 4, 2500
-    es = event_system_factory(
-        EventSettings(request_events_enabled=True, request_store_capacity=threads_ * per_thread),
-        publish_interval=0.005,
-    )
-    sent: list[EventRecord] = []
-    lock = threading.Lock()
-
-    class Sink:
-        def send_event(self, events: Sequence[EventRecord]) -> None:
-            with lock:
-                sent.extend(events)
-
-    es.set_callback(Sink())
-    es.start()
-
-    def producer(t: int) -> Callable[[], None]:
-        def run() -> None:
-            for i in range(per_thread):
-                assert es.add(REQUEST, NONE, 0, f"ask-{t}", "app", f"m{i}", timestamp_ns=i + 1)
-
-        return run
-
-    run_threads([producer(t) for t in range(threads_)], timeout=10.0)
-    es.stop()  # the last publication
-    assert len(sent) == threads_ * per_thread
+    env = dict(os.environ, PYTHONFAULTHANDLER="1")
+    try:
+        done = subprocess.run(
+            [sys.executable, "-X", "faulthandler", "-c", _REQUEST_THREADS_SCRIPT],
+            capture_output=True,
+            text=True,
+            timeout=20,
+            env=env,
+        )
+    except subprocess.TimeoutExpired as exc:
+        pytest.fail(
+            "deadlock: 4 threads calling EventSystem.add with REQUEST/NONE events did not finish in 20 s "
+            f"(stderr: {exc.stderr!r})"
+        )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["refused"] == [0] * threads_
+    assert len(result["sent"]) == threads_ * per_thread
     for t in range(threads_):
-        assert [e.timestamp_ns for e in sent if e.object_id == f"ask-{t}"] == list(range(1, per_thread + 1))
-    stats = es.stats()
-    assert (stats.request_stored, stats.request_dropped, stats.published) == (threads_ * per_thread, 0, threads_ * per_thread)
-    assert es.next_id() == 0  # none reached the ring
+        assert [ts for obj, ts in result["sent"] if obj == f"ask-{t}"] == list(range(1, per_thread + 1))
+    assert result["stats"] == [threads_ * per_thread, 0, threads_ * per_thread]
+    assert result["next_id"] == 0  # none reached the ring
 
 
 def test_store_is_usable_from_threads_while_it_stops(native_event_store_factory):
@@ -489,3 +536,38 @@ def test_store_is_usable_from_threads_while_it_stops(native_event_store_factory)
     assert stats["dropped"] == results[1]
     assert stats["stored"] == results[0] == store.next_id(), "an accepted event was lost at stop"
     assert [r[4] for r in store.records(0, 50_000)] == list(range(1, results[0] + 1))
+
+
+def test_one_subscription_read_from_two_threads_delivers_each_event_once(native_event_store_factory):
+    """A Subscription is a shareable Python object (its reads release the GIL), so two threads
+    may call ``next`` on it at once; together they must still see every event exactly once.
+    A few rounds, as the two reads have to overlap for a double delivery to show."""
+    n = 50_000
+    store = native_event_store_factory(100_000, 100_000)
+    assert store.add_many([(APP, SET, APP_RUNNING, i + 1, "app") for i in range(n)]) == n
+    assert store.flush(5.0)
+    for round_ in range(4):
+        sub = store.subscribe_recent(n, n)
+        chunks: list[list[bytes]] = [[], []]
+        gate = threading.Barrier(2)
+
+        def reader(k: int) -> Callable[[], None]:
+            def run() -> None:
+                gate.wait(5)
+                for _ in range(n):  # bounded
+                    chunk = sub.next(max_events=64, timeout=0.0)
+                    if not chunk:
+                        return
+                    chunks[k].append(chunk)
+
+            return run
+
+        run_threads([reader(0), reader(1)], timeout=20.0)
+        per_reader = [[json.loads(line)["timestampNano"] for c in part for line in c.splitlines()] for part in chunks]
+        stamps = sorted(per_reader[0] + per_reader[1])
+        duplicates = len(stamps) - len(set(stamps))
+        assert duplicates == 0, f"round {round_}: {duplicates} events were delivered twice"
+        assert stamps == list(range(1, n + 1))
+        for mine in per_reader:  # each reader sees the events in order
+            assert mine == sorted(mine)
+        sub.close()

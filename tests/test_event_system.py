@@ -218,6 +218,20 @@ def test_request_events_go_only_to_the_rm_callback(event_system_factory):
     assert (stats.request_stored, stats.request_dropped, stats.published, stats.stored, stats.created) == (1, 0, 1, 1, 2)
 
 
+def test_request_events_are_stamped_with_now_by_the_system_clock(event_system_factory):
+    es = event_system_factory(request_settings())
+    sink = RecordingSink()
+    es.set_callback(sink)
+    before = time.time_ns()
+    assert es.add(REQUEST, NONE, 0, "alloc-1", "app-1", "why") is True
+    after = time.time_ns()
+    assert es.add(REQUEST, NONE, 0, "alloc-2", "app-1", "why", timestamp_ns=9) is True
+    assert es.publish_request_events() == 2
+    stamps = [e.timestamp_ns for e in sink.events]
+    assert before <= stamps[0] <= after
+    assert stamps[1] == 9
+
+
 def test_request_events_with_a_change_type_are_history(event_system_factory):
     es = event_system_factory(request_settings())
     sink = RecordingSink()
@@ -585,8 +599,9 @@ def test_service_ring_capacity_zero_turns_collection_off(event_system):
     event_system.reload({"service.event.ringBufferCapacity": "0"})
     assert event_system.stats().ring_capacity == 0
     assert len(event_system) == 0
+    assert event_system.tracking_enabled is False
     for i in range(4):
-        node_event(event_system, 2000 + i)
+        assert node_event(event_system, 2000 + i) is False, "nothing is kept while collection is off"
     assert event_system.flush(5.0)
     assert event_system.next_id() == 3
     assert len(event_system) == 0
@@ -595,7 +610,7 @@ def test_service_ring_capacity_zero_turns_collection_off(event_system):
         b'{"InstanceUUID":"' + event_system.instance_uuid.encode() + b'","LowestID":2,"HighestID":2,"EventRecords":null}\n'
     )
     stats = event_system.stats()
-    assert (stats.stored, stats.not_stored) == (3, 4)
+    assert (stats.stored, stats.not_stored, stats.created) == (3, 0, 3)
     # Turning it back on continues the ids: none is reused.
     event_system.reload({"service.event.ringBufferCapacity": "10"})
     fill(event_system, 1, first_ts=3000)

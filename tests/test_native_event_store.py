@@ -761,6 +761,84 @@ def test_timestamp_none_means_now(native_event_store_factory):
 
 
 # --------------------------------------------------------------------------------------------
+# record: the scheduler's entry point (tracking flag, request events to a sink)
+# --------------------------------------------------------------------------------------------
+
+
+def test_record_routes_request_events_to_the_sink_and_the_rest_to_the_ring(native_event_store_factory):
+    store = native_event_store_factory(10)
+    assert store.record(REQUEST, NONE, 0, "alloc-0", "app-1", "why") is False  # no sink: not kept
+    calls = []
+
+    def sink(*args):
+        calls.append(args)
+        return True
+
+    store.set_request_sink(sink)
+    assert store.record(REQUEST, NONE, 0, "alloc-1", "app-1", "why", {"memory": 5}, 42) is True
+    assert store.record(REQUEST, NONE, 0, "alloc-2") is True
+    assert calls == [
+        (1, 0, 0, "alloc-1", "app-1", "why", {"memory": 5}, 42),
+        (1, 0, 0, "alloc-2", "", "", None, None),
+    ]
+    store.set_request_sink(lambda *args: False)
+    assert store.record(REQUEST, NONE, 0, "alloc-3") is False  # the sink's answer is returned
+    # REQUEST events with a change type, and every other type, are history.
+    before = time.time_ns()
+    assert store.record(REQUEST, SET, 101, "alloc-1", "app-1", timestamp_ns=3) is True
+    assert store.record(APP, ADD, 203, "app-1") is True
+    after = time.time_ns()
+    assert store.flush(5)
+    assert store.ndjson(0, 1) == (
+        b'{"type":1,"objectID":"alloc-1","timestampNano":3,"eventChangeType":1,"eventChangeDetail":101,'
+        b'"referenceID":"app-1","resource":{}}\n'
+    )
+    assert before <= store.records(1, 1)[0][4] <= after
+    assert store.next_id() == 2  # no request/NONE event reached the ring
+    store.set_request_sink(None)
+    assert store.record(REQUEST, NONE, 0, "alloc-4") is False
+    assert len(calls) == 2
+
+
+def test_record_propagates_a_failing_sink_and_validates_history_events(native_event_store_factory):
+    store = native_event_store_factory(10)
+
+    def boom(*args):
+        raise RuntimeError("sink failed")
+
+    store.set_request_sink(boom)
+    with pytest.raises(RuntimeError, match="sink failed"):
+        store.record(REQUEST, NONE, 0, "alloc-1")
+    with pytest.raises(ValueError):
+        store.record(APP, 4, 0, "app-1")
+    with pytest.raises(TypeError):
+        store.record(APP, SET, APP_RUNNING, None)
+    assert store.flush(5)
+    assert (store.stats()["accepted"], store.next_id()) == (0, 0)
+
+
+def test_tracking_off_makes_record_keep_nothing_but_not_add(native_event_store_factory):
+    store = native_event_store_factory(10)
+    calls = []
+    store.set_request_sink(lambda *args: calls.append(args) or True)
+    store.set_tracking(False)
+    assert store.record(APP, ADD, 203, "app-1", timestamp_ns=1) is False
+    assert store.record(REQUEST, NONE, 0, "alloc-1") is False
+    assert calls == []
+    assert store.add(APP, ADD, 203, 2, "app-2") is True  # `add` ignores the flag
+    assert store.flush(5)
+    assert [r[5] for r in store.records(0, 10)] == ["app-2"]
+    stats = store.stats()
+    assert (stats["accepted"], stats["dropped"]) == (1, 0)  # not offered, so not dropped either
+    store.set_tracking(True)
+    assert store.record(APP, ADD, 203, "app-3", timestamp_ns=3) is True
+    assert store.record(REQUEST, NONE, 0, "alloc-2") is True
+    assert store.flush(5)
+    assert [r[5] for r in store.records(0, 10)] == ["app-2", "app-3"]
+    assert len(calls) == 1
+
+
+# --------------------------------------------------------------------------------------------
 # add_many
 # --------------------------------------------------------------------------------------------
 

@@ -54,12 +54,11 @@ class ShimPublisher:
         self._thread.start()
 
     def stop(self) -> None:
-        """Stop the thread after one last publication of what is stored."""
+        """Stop the thread (if started), then publish what is stored one last time."""
         thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        self._stop.set()
-        thread.join()
+        if thread is not None:
+            self._stop.set()
+            thread.join()
         self.publish_once()
 
     def publish_once(self) -> int:

@@ -222,8 +222,9 @@ class EventSystem:
 
     @property
     def tracking_enabled(self) -> bool:
-        """Whether events are collected (the REST layer answers 500 while they are not)."""
-        return self._settings.tracking_enabled
+        """Whether events are collected: tracking enabled and a ring to keep them (the REST
+        layer answers 500 while they are not)."""
+        return self._settings.tracking_active
 
     def reload(self, extra_config: Mapping[str, str]) -> EventSettings:
         """Apply settings from a configuration map. A bad value raises ConfigError and leaves
@@ -241,7 +242,8 @@ class EventSystem:
             self._apply_flags(settings)
 
     def _apply_flags(self, settings: EventSettings) -> None:
-        self._store.set_tracking(settings.tracking_enabled)
+        # A ring of capacity 0 (service.event.ringBufferCapacity=0) turns collection off.
+        self._store.set_tracking(settings.tracking_active)
         self._request_events = settings.request_events_active
 
     # -- queries (the REST layer's side) -------------------------------------------------------

@@ -76,6 +76,9 @@ struct SubState {
     live_from: u64,
     capacity: u64,
     closed: Mutex<Option<&'static str>>,
+    /// Held while reading, so two threads reading one subscription never deliver the same
+    /// events twice.
+    reading: Mutex<()>,
 }
 
 impl SubState {
@@ -95,6 +98,9 @@ struct Shared {
     consumer: OnceLock<Thread>,
     consumer_sleeping: AtomicBool,
     stopping: AtomicBool,
+    /// `add` calls between their `stopping` check and the end of their push: `stop` waits for
+    /// them, so no event accepted before the stop is left in the queue.
+    in_flight: AtomicU64,
     accepted: AtomicU64,
     dropped: AtomicU64,
     stored: AtomicU64,
@@ -121,6 +127,7 @@ impl EventPipeline {
             consumer: OnceLock::new(),
             consumer_sleeping: AtomicBool::new(false),
             stopping: AtomicBool::new(false),
+            in_flight: AtomicU64::new(0),
             accepted: AtomicU64::new(0),
             dropped: AtomicU64::new(0),
             stored: AtomicU64::new(0),
@@ -144,11 +151,17 @@ impl EventPipeline {
     /// (queue full, or the pipeline stopped).
     pub fn add(&self, event: OwnedEvent) -> bool {
         let s = &self.shared;
-        if s.stopping.load(Ordering::Relaxed) || s.queue.push(event).is_err() {
+        s.in_flight.fetch_add(1, Ordering::SeqCst);
+        let queued = !s.stopping.load(Ordering::SeqCst) && s.queue.push(event).is_ok();
+        if queued {
+            s.accepted.fetch_add(1, Ordering::Relaxed);
+        } else {
             s.dropped.fetch_add(1, Ordering::Relaxed);
+        }
+        s.in_flight.fetch_sub(1, Ordering::SeqCst);
+        if !queued {
             return false;
         }
-        s.accepted.fetch_add(1, Ordering::Relaxed);
         // Only the first event after the consumer went to sleep pays for waking it.
         if s.consumer_sleeping.load(Ordering::SeqCst) && s.consumer_sleeping.swap(false, Ordering::SeqCst) {
             if let Some(t) = s.consumer.get() {
@@ -223,6 +236,7 @@ impl EventPipeline {
             live_from: store.next_id(),
             capacity: capacity.max(1),
             closed: Mutex::new(None),
+            reading: Mutex::new(()),
         });
         // Registered while the store is read-locked, so no event lands between fixing
         // `live_from` and the consumer seeing this subscription.
@@ -255,11 +269,19 @@ impl EventPipeline {
     pub fn stop(&self) {
         let s = &self.shared;
         s.stopping.store(true, Ordering::SeqCst);
+        // Every add that saw `stopping` false finishes its push; later ones are dropped.
+        while s.in_flight.load(Ordering::SeqCst) > 0 {
+            thread::yield_now();
+        }
         if let Some(t) = s.consumer.get() {
             t.unpark();
         }
         if let Some(handle) = self.consumer.lock().take() {
             let _ = handle.join();
+        }
+        // The consumer may have exited just before the last pushes landed: store them here.
+        while !s.queue.is_empty() {
+            drain_batch(s);
         }
         let subs: Vec<Arc<SubState>> = std::mem::take(&mut *s.subscribers.lock());
         for sub in subs {
@@ -403,6 +425,7 @@ impl Subscription {
     }
 
     fn read_available(&self, max_events: usize) -> Option<SubscriptionStatus> {
+        let _reading = self.state.reading.lock();
         let store = self.shared.store.read();
         let cursor = self.state.cursor.load(Ordering::Acquire);
         if cursor >= store.next_id() {
