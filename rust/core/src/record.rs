@@ -68,10 +68,13 @@ pub struct OwnedEvent {
     reference_len: u32,
     message_len: u32,
     /// object | reference | message | resource names, concatenated.
-    text: Box<str>,
+    text: String,
     /// (end offset of the name in `text`, value) per resource quantity.
-    resource: Box<[(u32, i64)]>,
+    resource: Vec<(u32, i64)>,
 }
+
+/// An event's two buffers, handed back by the consumer for the next event to reuse.
+pub type EventBuffers = (String, Vec<(u32, i64)>);
 
 /// Borrowed view of an event's fields, for building an `OwnedEvent`.
 #[derive(Debug, Clone, Copy)]
@@ -86,8 +89,25 @@ pub struct EventFields<'a> {
 impl OwnedEvent {
     /// Copies the fields into one buffer, cutting an over-long message as YuniKorn does.
     pub fn new<'a>(fields: EventFields<'_>, resource: impl IntoIterator<Item = (&'a str, i64)>) -> OwnedEvent {
+        let mut builder = OwnedEvent::builder(fields);
+        for (name, value) in resource {
+            builder.quantity(name, value);
+        }
+        builder.finish()
+    }
+
+    /// Starts an event whose resource quantities are added one at a time (see
+    /// [`EventBuilder`]): no intermediate collection of names is needed.
+    pub fn builder(fields: EventFields<'_>) -> EventBuilder {
+        OwnedEvent::builder_in(fields, (String::new(), Vec::new()))
+    }
+
+    /// [`OwnedEvent::builder`] reusing the buffers of an earlier event.
+    pub fn builder_in(fields: EventFields<'_>, buffers: EventBuffers) -> EventBuilder {
         let message = truncate_message(fields.message);
-        let mut text = String::with_capacity(fields.object.len() + fields.reference.len() + message.len() + 16);
+        let (mut text, mut quantities) = buffers;
+        text.clear();
+        quantities.clear();
         text.push_str(fields.object);
         text.push_str(fields.reference);
         text.push_str(message);
@@ -95,20 +115,20 @@ impl OwnedEvent {
             text.push_str("...");
         }
         let message_len = (text.len() - fields.object.len() - fields.reference.len()) as u32;
-        let mut quantities = Vec::new();
-        for (name, value) in resource {
-            text.push_str(name);
-            quantities.push((text.len() as u32, value));
-        }
-        OwnedEvent {
+        EventBuilder {
             kind: fields.kind,
             timestamp_ns: fields.timestamp_ns,
             object_len: fields.object.len() as u32,
             reference_len: fields.reference.len() as u32,
             message_len,
-            text: text.into_boxed_str(),
-            resource: quantities.into_boxed_slice(),
+            text,
+            quantities,
         }
+    }
+
+    /// The event's buffers, for reuse by a later event.
+    pub fn into_buffers(self) -> EventBuffers {
+        (self.text, self.resource)
     }
 
     pub fn object(&self) -> &str {
@@ -133,6 +153,37 @@ impl OwnedEvent {
             start = end as usize;
             (name, value)
         })
+    }
+}
+
+/// Builds an [`OwnedEvent`] quantity by quantity, copying each resource name into the event's
+/// one text buffer as it comes.
+pub struct EventBuilder {
+    kind: Kind,
+    timestamp_ns: i64,
+    object_len: u32,
+    reference_len: u32,
+    message_len: u32,
+    text: String,
+    quantities: Vec<(u32, i64)>,
+}
+
+impl EventBuilder {
+    pub fn quantity(&mut self, name: &str, value: i64) {
+        self.text.push_str(name);
+        self.quantities.push((self.text.len() as u32, value));
+    }
+
+    pub fn finish(self) -> OwnedEvent {
+        OwnedEvent {
+            kind: self.kind,
+            timestamp_ns: self.timestamp_ns,
+            object_len: self.object_len,
+            reference_len: self.reference_len,
+            message_len: self.message_len,
+            text: self.text,
+            resource: self.quantities,
+        }
     }
 }
 
@@ -181,6 +232,17 @@ mod tests {
         let e = OwnedEvent::new(fields, [("memory", 10), ("vcore", 1000)]);
         assert_eq!((e.object(), e.reference(), e.message()), ("app-1", "alloc-1", "hi"));
         assert_eq!(e.resource().collect::<Vec<_>>(), [("memory", 10), ("vcore", 1000)]);
+    }
+
+    #[test]
+    fn builder_matches_new() {
+        let kind = Kind::new(2, 2, 201).unwrap();
+        let fields = EventFields { kind, timestamp_ns: 42, object: "app-1", reference: "alloc-1", message: "hi" };
+        let mut b = OwnedEvent::builder(fields);
+        b.quantity("memory", 10);
+        b.quantity("vcore", 1000);
+        assert_eq!(b.finish(), OwnedEvent::new(fields, [("memory", 10), ("vcore", 1000)]));
+        assert_eq!(OwnedEvent::builder(fields).finish(), OwnedEvent::new(fields, []));
     }
 
     #[test]

@@ -4,8 +4,9 @@ use crate::errors;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 use pyscheduler_core::pipeline::{EventPipeline, PipelineStats, SubscriptionStatus};
+use pyscheduler_core::record::EventBuilder;
 use pyscheduler_core::{EventFields, Kind, OwnedEvent};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
@@ -107,7 +108,7 @@ impl EventStore {
         let kind = Kind::new(r#type, change_type, change_detail).map_err(errors::to_py)?;
         let timestamp_ns = timestamp_ns.unwrap_or_else(now_ns);
         let fields = EventFields { kind, timestamp_ns, object: object_id, reference: reference_id, message };
-        let event = build_event(fields, resource)?;
+        let event = build_event(self.pipeline.event_builder(fields), resource)?;
         Ok(self.pipeline.add(event))
     }
 
@@ -118,7 +119,7 @@ impl EventStore {
         for item in events.try_iter()? {
             let item = item?;
             let tuple = item.cast::<PyTuple>().map_err(|_| PyTypeError::new_err("add_many takes an iterable of tuples"))?;
-            owned.push(event_from_tuple(tuple)?);
+            owned.push(event_from_tuple(&self.pipeline, tuple)?);
         }
         Ok(owned.into_iter().map(|e| self.pipeline.add(e)).filter(|ok| *ok).count())
     }
@@ -345,14 +346,13 @@ fn duration(seconds: f64) -> PyResult<Duration> {
     Duration::try_from_secs_f64(seconds).map_err(|_| PyValueError::new_err(format!("invalid timeout: {seconds}")))
 }
 
-fn build_event(fields: EventFields<'_>, resource: Option<&Bound<'_, PyAny>>) -> PyResult<OwnedEvent> {
+fn build_event(mut builder: EventBuilder, resource: Option<&Bound<'_, PyAny>>) -> PyResult<OwnedEvent> {
     let Some(resource) = resource.filter(|r| !r.is_none()) else {
-        return Ok(OwnedEvent::new(fields, []));
+        return Ok(builder.finish());
     };
-    let mut quantities: Vec<(PyBackedStr, i64)> = Vec::new();
     if let Ok(dict) = resource.cast::<PyDict>() {
         for (name, value) in dict.iter() {
-            quantities.push(quantity(&name, &value)?);
+            add_quantity(&mut builder, &name, &value)?;
         }
     } else {
         let items = resource
@@ -360,24 +360,26 @@ fn build_event(fields: EventFields<'_>, resource: Option<&Bound<'_, PyAny>>) -> 
             .map_err(|_| PyTypeError::new_err("resource must be a mapping of resource name to integer"))?;
         for pair in items.try_iter()? {
             let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = pair?.extract()?;
-            quantities.push(quantity(&name, &value)?);
+            add_quantity(&mut builder, &name, &value)?;
         }
     }
-    Ok(OwnedEvent::new(fields, quantities.iter().map(|(n, v)| (&**n, *v))))
+    Ok(builder.finish())
 }
 
-fn quantity(name: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<(PyBackedStr, i64)> {
-    let name: PyBackedStr = name.extract().map_err(|_| PyTypeError::new_err("resource names must be strings"))?;
-    if value.is_instance_of::<pyo3::types::PyBool>() || !value.is_instance_of::<pyo3::types::PyInt>() {
-        return Err(PyTypeError::new_err(format!("resource quantity for {:?} must be an integer", &*name)));
+/// Checks one (name, quantity) pair and copies it into the event being built.
+fn add_quantity(builder: &mut EventBuilder, name: &Bound<'_, PyAny>, value: &Bound<'_, PyAny>) -> PyResult<()> {
+    let name = name.cast::<PyString>().map_err(|_| PyTypeError::new_err("resource names must be strings"))?.to_str()?;
+    if !value.is_instance_of::<PyInt>() || value.is_instance_of::<PyBool>() {
+        return Err(PyTypeError::new_err(format!("resource quantity for {name:?} must be an integer")));
     }
     let value: i64 = value
         .extract()
-        .map_err(|_| PyValueError::new_err(format!("resource quantity for {:?} is outside the int64 range", &*name)))?;
-    Ok((name, value))
+        .map_err(|_| PyValueError::new_err(format!("resource quantity for {name:?} is outside the int64 range")))?;
+    builder.quantity(name, value);
+    Ok(())
 }
 
-fn event_from_tuple(t: &Bound<'_, PyTuple>) -> PyResult<OwnedEvent> {
+fn event_from_tuple(pipeline: &EventPipeline, t: &Bound<'_, PyTuple>) -> PyResult<OwnedEvent> {
     let n = t.len();
     if !(5..=8).contains(&n) {
         return Err(PyTypeError::new_err(format!(
@@ -401,5 +403,5 @@ fn event_from_tuple(t: &Bound<'_, PyTuple>) -> PyResult<OwnedEvent> {
         reference: reference.as_deref().unwrap_or(""),
         message: message.as_deref().unwrap_or(""),
     };
-    build_event(fields, resource.as_ref())
+    build_event(pipeline.event_builder(fields), resource.as_ref())
 }
