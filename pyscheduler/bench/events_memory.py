@@ -239,6 +239,21 @@ def _measure_store(
     stats = {str(k): int(v) for k, v in store.stats().items()}
     stored = len(store)
     gc.enable()
+    return _measured_row(
+        params,
+        stored,
+        (before, empty, after),
+        seconds,
+        rejected=rejected,
+        interned_strings=stats.get("interned_strings"),
+        store_memory_bytes=stats.get("memory_bytes"),
+        store_stats=stats,
+    )
+
+
+def _measured_row(params: MemoryParams, stored: int, rss: tuple[int, int, int], seconds: float, **extra: Any) -> MemoryRow:
+    """A result row from the RSS before, with the empty container, and after storing."""
+    before, empty, after = rss
     return MemoryRow(
         layout=params.layout,
         events=params.events,
@@ -250,10 +265,7 @@ def _measure_store(
         increase_bytes=after - before,
         bytes_per_event=(after - before) / params.events if params.events else 0.0,
         seconds=seconds,
-        rejected=rejected,
-        interned_strings=stats.get("interned_strings"),
-        store_memory_bytes=stats.get("memory_bytes"),
-        store_stats=stats,
+        **extra,
     )
 
 
@@ -285,18 +297,7 @@ def _measure_python(
     seconds = time.perf_counter() - started
     stored = done if ring is not None else 0
     gc.enable()
-    return MemoryRow(
-        layout=params.layout,
-        events=params.events,
-        stored=stored,
-        rss_before_bytes=before,
-        rss_empty_bytes=empty,
-        rss_after_bytes=after,
-        peak_rss_bytes=peak_rss_bytes(),
-        increase_bytes=after - before,
-        bytes_per_event=(after - before) / params.events if params.events else 0.0,
-        seconds=seconds,
-    )
+    return _measured_row(params, stored, (before, empty, after), seconds)
 
 
 def child_main(argv: Sequence[str]) -> int:
