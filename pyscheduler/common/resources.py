@@ -1,0 +1,238 @@
+"""Resources: quantities per resource type, with YuniKorn's arithmetic.
+
+A :class:`Resource` maps resource names (``memory`` in bytes, ``vcore`` in millicores, ``pods``,
+``nvidia.com/gpu``...) to int64 quantities. It is immutable: every operation returns a new
+one, so a resource handed to an event, a DAO or another object can never change under it.
+
+Semantics follow ``pkg/common/resources`` in yunikorn-core:
+
+- a type missing from a resource is 0 for arithmetic and comparisons, except in
+  :meth:`Resource.fits_in_max_undef` and :func:`component_min_undef`, where a type missing
+  from a *maximum* is unlimited (queue max, user limits);
+- quantities in configuration use Kubernetes' grammar: ``<digits>[k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei]``;
+  ``vcore`` is given in cores and kept in millicores (``"10"`` is 10000, ``"500m"`` is 500).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Final
+
+__all__ = [
+    "MEMORY",
+    "VCORE",
+    "Resource",
+    "ResourceError",
+    "component_min_undef",
+    "parse_quantity",
+]
+
+MEMORY: Final = "memory"
+VCORE: Final = "vcore"
+
+_INT64_MIN: Final = -(1 << 63)
+_INT64_MAX: Final = (1 << 63) - 1
+
+
+class ResourceError(ValueError):
+    """A resource quantity that does not parse or does not fit in int64."""
+
+
+class Resource(Mapping[str, int]):
+    """An immutable map of resource name to int64 quantity."""
+
+    __slots__ = ("_q", "_hash")
+
+    _q: dict[str, int]
+
+    def __init__(self, quantities: Mapping[str, int] | None = None) -> None:
+        q: dict[str, int] = {}
+        if quantities:
+            for name, value in quantities.items():
+                if not isinstance(name, str) or not name:
+                    raise ResourceError(f"resource names must be non-empty strings, got {name!r}")
+                if isinstance(value, bool) or not isinstance(value, int):
+                    raise ResourceError(f"quantity of {name!r} must be an integer, got {value!r}")
+                if not _INT64_MIN <= value <= _INT64_MAX:
+                    raise ResourceError(f"quantity of {name!r} is outside the int64 range: {value}")
+                q[name] = value
+        self._q = q
+        self._hash: int | None = None
+
+    @classmethod
+    def _of(cls, q: dict[str, int]) -> Resource:
+        """Wraps an already-checked dict (internal: skips validation)."""
+        r = cls.__new__(cls)
+        r._q = q
+        r._hash = None
+        return r
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, str], path: str = "resources") -> Resource:
+        """Parses configuration quantities (``{"memory": "10G", "vcore": "500m"}``)."""
+        return cls._of({name: parse_quantity(name, str(text), f"{path}.{name}") for name, text in conf.items()})
+
+    # -- Mapping ---------------------------------------------------------------------------
+
+    def __getitem__(self, name: str) -> int:
+        return self._q[name]
+
+    def get(self, name: str, default: int = 0) -> int:  # type: ignore[override]
+        return self._q.get(name, default)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._q)
+
+    def __len__(self) -> int:
+        return len(self._q)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when every type has the same quantity, a missing type counting as 0."""
+        if isinstance(other, Resource):
+            return _pruned(self._q) == _pruned(other._q)
+        if isinstance(other, Mapping):
+            return _pruned(self._q) == _pruned(dict(other))
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(_pruned(self._q).items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{k}: {v}" for k, v in sorted(self._q.items()))
+        return f"Resource({{{inner}}})"
+
+    def to_dict(self) -> dict[str, int]:
+        """A plain dict copy (DAO output, events)."""
+        return dict(self._q)
+
+    # -- arithmetic --------------------------------------------------------------------------
+
+    def __add__(self, other: Mapping[str, int]) -> Resource:
+        q = dict(self._q)
+        for k, v in other.items():
+            q[k] = _checked(q.get(k, 0) + v, k)
+        return Resource._of(q)
+
+    def __sub__(self, other: Mapping[str, int]) -> Resource:
+        """Subtraction over the union of types; results may be negative."""
+        q = dict(self._q)
+        for k, v in other.items():
+            q[k] = _checked(q.get(k, 0) - v, k)
+        return Resource._of(q)
+
+    def __neg__(self) -> Resource:
+        return Resource._of({k: -v for k, v in self._q.items()})
+
+    def sub_eliminate_negative(self, other: Mapping[str, int]) -> Resource:
+        """``self - other`` with negative results clamped to 0."""
+        return Resource._of({k: max(v, 0) for k, v in (self - other)._q.items()})
+
+    def multiply(self, factor: int) -> Resource:
+        return Resource._of({k: _checked(v * factor, k) for k, v in self._q.items()})
+
+    def pruned(self) -> Resource:
+        """Without zero quantities (YuniKorn prunes node capacity this way)."""
+        return Resource._of(_pruned(self._q))
+
+    # -- comparisons ---------------------------------------------------------------------------
+
+    def is_zero(self) -> bool:
+        """Every quantity is 0 (an empty resource is zero)."""
+        return not any(self._q.values())
+
+    def is_empty(self) -> bool:
+        return not self._q
+
+    def has_negative(self) -> bool:
+        return any(v < 0 for v in self._q.values())
+
+    def strictly_greater_than_zero(self) -> bool:
+        """At least one quantity above 0 and none below (a valid ask)."""
+        return any(v > 0 for v in self._q.values()) and not self.has_negative()
+
+    def fits_in(self, larger: Mapping[str, int]) -> bool:
+        """Every type of self is at most the same type of ``larger`` (missing there: 0)."""
+        return all(v <= larger.get(k, 0) for k, v in self._q.items() if v > 0)
+
+    def fits_in_max_undef(self, maximum: Mapping[str, int] | None) -> bool:
+        """Like :meth:`fits_in`, but a type missing from ``maximum`` is unlimited; None: no max."""
+        if maximum is None:
+            return True
+        return all(v <= maximum[k] for k, v in self._q.items() if v > 0 and k in maximum)
+
+    def component_min(self, other: Mapping[str, int]) -> Resource:
+        """Per type the smaller quantity, over the union of types (a missing type is 0)."""
+        keys = set(self._q) | set(other)
+        return Resource._of({k: min(self._q.get(k, 0), other.get(k, 0)) for k in keys})
+
+    def component_max(self, other: Mapping[str, int]) -> Resource:
+        keys = set(self._q) | set(other)
+        return Resource._of({k: max(self._q.get(k, 0), other.get(k, 0)) for k in keys})
+
+
+def component_min_undef(a: Resource | None, b: Resource | None) -> Resource | None:
+    """Per-type minimum of two maximums where a missing type (or a None maximum) is unlimited."""
+    if a is None:
+        return b
+    if b is None:
+        return a
+    q = dict(a._q)
+    for k, v in b._q.items():
+        q[k] = min(q[k], v) if k in q else v
+    return Resource._of(q)
+
+
+def _pruned(q: dict[str, int]) -> dict[str, int]:
+    return {k: v for k, v in q.items() if v != 0}
+
+
+def _checked(value: int, name: str) -> int:
+    if not _INT64_MIN <= value <= _INT64_MAX:
+        raise ResourceError(f"quantity of {name!r} overflows int64: {value}")
+    return value
+
+
+_QUANTITY = re.compile(r"^([0-9]+)(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|m)?$")
+_MULTIPLIERS: Final = {
+    None: 1,
+    "k": 10**3,
+    "M": 10**6,
+    "G": 10**9,
+    "T": 10**12,
+    "P": 10**15,
+    "E": 10**18,
+    "Ki": 1 << 10,
+    "Mi": 1 << 20,
+    "Gi": 1 << 30,
+    "Ti": 1 << 40,
+    "Pi": 1 << 50,
+    "Ei": 1 << 60,
+}
+
+
+def parse_quantity(name: str, text: str, path: str | None = None) -> int:
+    """Parses one configuration quantity of resource ``name``.
+
+    ``vcore`` is given in cores and returned in millicores; its ``m`` suffix means millicores
+    (``"500m"`` is 500). The ``m`` suffix is an error for any other resource. Raises
+    :class:`ResourceError` naming ``path`` (default: the name) on a bad value.
+    """
+    where = path or name
+    match = _QUANTITY.match(text.strip()) if isinstance(text, str) else None
+    if match is None:
+        raise ResourceError(f"{where}: invalid quantity {text!r} (expected digits with an optional unit such as 10G or 512Mi)")
+    digits, unit = match.groups()
+    if unit == "m":
+        if name != VCORE:
+            raise ResourceError(f"{where}: the 'm' (milli) suffix is only allowed for vcore, got {text!r}")
+        value = int(digits)
+    else:
+        value = int(digits) * _MULTIPLIERS[unit]
+        if name == VCORE:
+            value *= 1000
+    if value > _INT64_MAX:
+        raise ResourceError(f"{where}: quantity {text!r} does not fit in int64")
+    return value

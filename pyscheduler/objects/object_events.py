@@ -1,0 +1,171 @@
+"""The events the scheduler objects emit, with YuniKorn's exact (type, change, detail) tuples.
+
+One small emitter per object family (YuniKorn's ``pkg/scheduler/objects/events`` and the ugm
+events): the objects call these at the moment a change happens, and never build records
+themselves. Every call goes to :attr:`EventSystem.add`, which never blocks and keeps nothing
+while tracking is disabled. The tuples and messages are pinned by ``shared/spec/yunikorn/events.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pyscheduler.events.system import AddEvent
+from pyscheduler.events.types import EventChangeDetail as D
+from pyscheduler.events.types import EventChangeType as C
+from pyscheduler.events.types import EventRecordType as T
+
+__all__ = ["AppEvents", "NodeEvents", "ObjectEvents", "QueueEvents", "UserGroupEvents"]
+
+Res = Mapping[str, int] | None
+
+NODE_ADDED_MESSAGE = "Node added to the scheduler"
+NODE_REMOVED_MESSAGE = "Node removed from the scheduler"
+
+
+class AppEvents:
+    """Application events: APP records, objectID = application id."""
+
+    __slots__ = ("_add",)
+
+    def __init__(self, add: AddEvent) -> None:
+        self._add = add
+
+    def new(self, app_id: str) -> None:
+        self._add(T.APP, C.ADD, D.APP_NEW, app_id)
+
+    def removed(self, app_id: str) -> None:
+        self._add(T.APP, C.REMOVE, D.DETAILS_NONE, app_id)
+
+    def state_change(self, app_id: str, detail: D, message: str = "") -> None:
+        """APP SET APP_ACCEPTED / RUNNING / COMPLETING / ... / REJECT / EXPIRED."""
+        self._add(T.APP, C.SET, detail, app_id, "", message)
+
+    def ask_added(self, app_id: str, allocation_key: str, resource: Res) -> None:
+        self._add(T.APP, C.ADD, D.APP_REQUEST, app_id, allocation_key, "", resource)
+
+    def ask_removed(self, app_id: str, allocation_key: str, resource: Res, detail: D = D.REQUEST_CANCEL) -> None:
+        self._add(T.APP, C.REMOVE, detail, app_id, allocation_key, "", resource)
+
+    def allocation_added(self, app_id: str, allocation_key: str, resource: Res) -> None:
+        self._add(T.APP, C.ADD, D.APP_ALLOC, app_id, allocation_key, "", resource)
+
+    def allocation_removed(self, app_id: str, allocation_key: str, resource: Res, detail: D) -> None:
+        """APP REMOVE ALLOC_CANCEL / ALLOC_PREEMPT / ALLOC_TIMEOUT / ALLOC_REPLACED / ALLOC_NODEREMOVED."""
+        self._add(T.APP, C.REMOVE, detail, app_id, allocation_key, "", resource)
+
+    def runnable(self, app_id: str, detail: D, message: str = "") -> None:
+        """APP_CANNOTRUN_QUEUE / APP_RUNNABLE_QUEUE / APP_CANNOTRUN_QUOTA / APP_RUNNABLE_QUOTA
+        (change type NONE, left out on the wire)."""
+        self._add(T.APP, C.NONE, detail, app_id, "", message)
+
+    def request_diagnostic(self, allocation_key: str, app_id: str, message: str, resource: Res = None) -> None:
+        """A REQUEST/NONE event: why an ask is pending. Goes to the RM only, never to REST."""
+        self._add(T.REQUEST, C.NONE, D.DETAILS_NONE, allocation_key, app_id, message, resource)
+
+
+class NodeEvents:
+    """Node events: NODE records, objectID = node id."""
+
+    __slots__ = ("_add",)
+
+    def __init__(self, add: AddEvent) -> None:
+        self._add = add
+
+    def added(self, node_id: str, capacity: Res) -> None:
+        self._add(T.NODE, C.ADD, D.DETAILS_NONE, node_id, "", NODE_ADDED_MESSAGE, capacity)
+
+    def removed(self, node_id: str) -> None:
+        self._add(T.NODE, C.REMOVE, D.NODE_DECOMISSION, node_id, "", NODE_REMOVED_MESSAGE)
+
+    def schedulable(self, node_id: str, schedulable: bool) -> None:
+        self._add(T.NODE, C.SET, D.NODE_SCHEDULABLE, node_id, "", f"schedulable: {str(schedulable).lower()}")
+
+    def allocation_added(self, node_id: str, allocation_key: str, resource: Res) -> None:
+        self._add(T.NODE, C.ADD, D.NODE_ALLOC, node_id, allocation_key, "", resource)
+
+    def allocation_removed(self, node_id: str, allocation_key: str, resource: Res) -> None:
+        self._add(T.NODE, C.REMOVE, D.NODE_ALLOC, node_id, allocation_key, "", resource)
+
+    def capacity(self, node_id: str, capacity: Res) -> None:
+        self._add(T.NODE, C.SET, D.NODE_CAPACITY, node_id, "", "", capacity)
+
+    def occupied(self, node_id: str, occupied: Res) -> None:
+        self._add(T.NODE, C.SET, D.NODE_OCCUPIED, node_id, "", "", occupied)
+
+    def reserved(self, node_id: str, allocation_key: str, resource: Res) -> None:
+        self._add(T.NODE, C.ADD, D.NODE_RESERVATION, node_id, allocation_key, "", resource)
+
+    def unreserved(self, node_id: str, allocation_key: str, resource: Res) -> None:
+        self._add(T.NODE, C.REMOVE, D.NODE_RESERVATION, node_id, allocation_key, "", resource)
+
+
+class QueueEvents:
+    """Queue events: QUEUE records, objectID = queue path."""
+
+    __slots__ = ("_add",)
+
+    def __init__(self, add: AddEvent) -> None:
+        self._add = add
+
+    def added(self, path: str, managed: bool) -> None:
+        self._add(T.QUEUE, C.ADD, D.DETAILS_NONE if managed else D.QUEUE_DYNAMIC, path)
+
+    def removed(self, path: str, managed: bool) -> None:
+        self._add(T.QUEUE, C.REMOVE, D.DETAILS_NONE if managed else D.QUEUE_DYNAMIC, path)
+
+    def app_added(self, path: str, app_id: str) -> None:
+        self._add(T.QUEUE, C.ADD, D.QUEUE_APP, path, app_id)
+
+    def app_removed(self, path: str, app_id: str) -> None:
+        self._add(T.QUEUE, C.REMOVE, D.QUEUE_APP, path, app_id)
+
+    def max_changed(self, path: str, maximum: Res) -> None:
+        self._add(T.QUEUE, C.SET, D.QUEUE_MAX, path, "", "", maximum)
+
+    def guaranteed_changed(self, path: str, guaranteed: Res) -> None:
+        self._add(T.QUEUE, C.SET, D.QUEUE_GUARANTEED, path, "", "", guaranteed)
+
+    def type_changed(self, path: str, is_leaf: bool) -> None:
+        self._add(T.QUEUE, C.SET, D.QUEUE_TYPE, path, "", "leaf" if is_leaf else "parent")
+
+
+class UserGroupEvents:
+    """User and group tracking events: USERGROUP records, objectID = user or group."""
+
+    __slots__ = ("_add",)
+
+    def __init__(self, add: AddEvent) -> None:
+        self._add = add
+
+    def usage_added(self, name: str, queue_path: str, resource: Res, *, group: bool = False) -> None:
+        detail = D.UG_GROUP_RESOURCE if group else D.UG_USER_RESOURCE
+        self._add(T.USERGROUP, C.ADD, detail, name, queue_path, "", resource)
+
+    def usage_removed(self, name: str, queue_path: str, resource: Res, *, group: bool = False) -> None:
+        detail = D.UG_GROUP_RESOURCE if group else D.UG_USER_RESOURCE
+        self._add(T.USERGROUP, C.REMOVE, detail, name, queue_path, "", resource)
+
+    def app_linked(self, group: str, app_id: str) -> None:
+        self._add(T.USERGROUP, C.SET, D.UG_APP_LINK, group, app_id)
+
+    def app_unlinked(self, group: str, app_id: str) -> None:
+        self._add(T.USERGROUP, C.REMOVE, D.UG_APP_LINK, group, app_id)
+
+    def limit_set(self, name: str, queue_path: str, *, group: bool = False) -> None:
+        self._add(T.USERGROUP, C.SET, D.UG_GROUP_LIMIT if group else D.UG_USER_LIMIT, name, queue_path)
+
+    def limit_removed(self, name: str, queue_path: str, *, group: bool = False) -> None:
+        self._add(T.USERGROUP, C.REMOVE, D.UG_GROUP_LIMIT if group else D.UG_USER_LIMIT, name, queue_path)
+
+
+class ObjectEvents:
+    """All emitters over one event system's ``add``."""
+
+    __slots__ = ("app", "node", "queue", "ugm")
+
+    def __init__(self, add: AddEvent) -> None:
+        self.app = AppEvents(add)
+        self.node = NodeEvents(add)
+        self.queue = QueueEvents(add)
+        self.ugm = UserGroupEvents(add)
