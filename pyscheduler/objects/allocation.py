@@ -1,0 +1,52 @@
+"""Allocations: one type for an ask (pending, no node) and an allocation (placed on a node).
+
+Since YUNIKORN-2778 an ask and the allocation it becomes are the same object, keyed by the
+allocation key (the pod UID in Kubernetes). Asks of an application are ordered by priority
+(highest first), then creation time (oldest first), then key, so runs repeat exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyscheduler.common.resources import Resource
+
+__all__ = ["Allocation", "ask_sort_key"]
+
+
+@dataclass(eq=False, slots=True)
+class Allocation:
+    """An ask until it has a node, an allocation after. Owned by its application; changed only
+    under the application's lock (and the partition's, for placement)."""
+
+    allocation_key: str
+    application_id: str
+    resource: Resource
+    priority: int = 0
+    create_time_ns: int = 0
+    tags: dict[str, str] = field(default_factory=dict)
+    required_node: str = ""
+    placeholder: bool = False
+    task_group_name: str = ""
+    originator: bool = False
+    allow_preempt_self: bool = True
+    allow_preempt_other: bool = False
+    #: Set when the allocation is placed (or recovered) on a node.
+    node_id: str = ""
+    allocated: bool = False
+    allocation_time_ns: int = 0
+    #: Scheduling attempts that failed, by reason (YuniKorn's allocLog, shown by REST).
+    alloc_log: dict[str, int] = field(default_factory=dict)
+
+    def place(self, node_id: str, now_ns: int) -> None:
+        self.node_id = node_id
+        self.allocated = True
+        self.allocation_time_ns = now_ns
+
+    def log_failure(self, reason: str) -> None:
+        self.alloc_log[reason] = self.alloc_log.get(reason, 0) + 1
+
+
+def ask_sort_key(ask: Allocation) -> tuple[int, int, str]:
+    """Priority descending, then creation time ascending, then key (deterministic ties)."""
+    return (-ask.priority, ask.create_time_ns, ask.allocation_key)

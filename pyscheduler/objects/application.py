@@ -1,0 +1,255 @@
+"""Applications: their asks and allocations, their state machine and its timers.
+
+State changes follow :mod:`pyscheduler.objects.application_state`. Each one is logged, emitted
+as an APP event and (except entering Rejected) reported to the RM; the RM notifications go to
+an outbox that the cluster context sends once the partition's locks are released.
+
+Timers run on the injected clock: the partition's ``tick`` fires the ones that are due, so
+tests move a :class:`~pyscheduler.common.clock.ManualClock` instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+
+from pyscheduler.common.clock import Clock
+from pyscheduler.common.resources import Resource
+from pyscheduler.events.types import EventChangeDetail
+from pyscheduler.objects.allocation import Allocation, ask_sort_key
+from pyscheduler.objects.application_state import (
+    STATE_EVENT_DETAIL,
+    AppEvent,
+    AppState,
+    next_state,
+)
+from pyscheduler.objects.object_events import AppEvents
+from pyscheduler.objects.queue import Queue
+
+__all__ = ["Application", "AppTimeouts", "StateUpdate", "RUNNING_STATES"]
+
+#: States in which an application counts as running (maxApplications, user limits).
+RUNNING_STATES = frozenset({AppState.RUNNING, AppState.COMPLETING})
+
+
+@dataclass(frozen=True)
+class AppTimeouts:
+    """Application timers, in seconds (YuniKorn's defaults)."""
+
+    completing: float = 30.0
+    terminated: float = 3 * 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class StateUpdate:
+    """A state change to report to the RM (an SI ``UpdatedApplication``)."""
+
+    application_id: str
+    state: str
+    state_transition_timestamp: int
+    message: str
+
+
+class Application:
+    """One application of a partition. Lock order: after its queue, before nodes."""
+
+    def __init__(
+        self,
+        app_id: str,
+        partition: str,
+        queue_name: str,
+        user: str,
+        groups: Iterable[str],
+        tags: Mapping[str, str],
+        *,
+        clock: Clock,
+        events: AppEvents,
+        notify: Callable[[StateUpdate], None],
+        timeouts: AppTimeouts | None = None,
+        placeholder_ask: Resource | None = None,
+        execution_timeout_ms: int = 0,
+        gang_style: str = "",
+    ) -> None:
+        self.app_id = app_id
+        self.partition = partition
+        #: The queue the RM asked for; ``queue`` is where placement put the app.
+        self.queue_name = queue_name
+        self.queue: Queue | None = None
+        self.user = user
+        self.groups = tuple(groups)
+        self.tags = dict(tags)
+        self.lock = threading.RLock()
+        self._clock = clock
+        self._events = events
+        self._notify = notify
+        self.timeouts = timeouts or AppTimeouts()
+        self.placeholder_ask = placeholder_ask or Resource()
+        self.execution_timeout_ms = execution_timeout_ms
+        self.gang_style = gang_style
+        self.state = AppState.NEW
+        self.submission_time_ns = clock.now_ns()
+        self.state_log: list[tuple[AppState, int]] = [(AppState.NEW, self.submission_time_ns)]
+        self.rejected_message = ""
+        self.asks: dict[str, Allocation] = {}
+        self.allocations: dict[str, Allocation] = {}
+        self.pending = Resource()
+        self.allocated = Resource()
+        self._completing_deadline: float | None = None
+        self._expire_deadline: float | None = None
+        #: Set when the app entered Completed or Failed: the partition moves it aside.
+        self.terminated_at_s: int | None = None
+        events.new(app_id)
+
+    # -- state machine -------------------------------------------------------------------------
+
+    def handle(self, event: AppEvent, message: str = "") -> AppState:
+        """Applies ``event``; raises InvalidTransition when the state does not accept it."""
+        with self.lock:
+            old = self.state
+            new = next_state(self.app_id, old, event)
+            if new is old:
+                return new
+            now_ns = self._clock.now_ns()
+            self.state = new
+            self.state_log.append((new, now_ns))
+            self._enter(old, new)
+        self._events.state_change(self.app_id, STATE_EVENT_DETAIL[new], message)
+        if new is not AppState.REJECTED:
+            self._notify(StateUpdate(self.app_id, new.value, now_ns, message))
+        return new
+
+    def _enter(self, old: AppState, new: AppState) -> None:
+        queue = self.queue
+        if queue is not None and (new in RUNNING_STATES) != (old in RUNNING_STATES):
+            if new in RUNNING_STATES:
+                queue.inc_running_apps()
+            else:
+                queue.dec_running_apps()
+        now = self._clock.monotonic()
+        self._completing_deadline = now + self.timeouts.completing if new is AppState.COMPLETING else None
+        if new in (AppState.COMPLETED, AppState.FAILED, AppState.REJECTED):
+            self._expire_deadline = now + self.timeouts.terminated
+        if new in (AppState.COMPLETED, AppState.FAILED):
+            self.terminated_at_s = self._clock.now_ns() // 1_000_000_000
+
+    def reject(self, message: str) -> None:
+        self.rejected_message = message
+        self.handle(AppEvent.REJECT, message)
+
+    def tick(self) -> AppState | None:
+        """Fires the timers that are due; returns the new state when one fired."""
+        now = self._clock.monotonic()
+        with self.lock:
+            completing = self._completing_deadline is not None and now >= self._completing_deadline
+            expire = self._expire_deadline is not None and now >= self._expire_deadline
+        if completing:
+            return self.handle(AppEvent.COMPLETE)
+        if expire:
+            with self.lock:
+                self._expire_deadline = None
+            return self.handle(AppEvent.EXPIRE)
+        return None
+
+    def _check_completion(self) -> None:
+        """Nothing pending and nothing allocated: the app starts completing."""
+        with self.lock:
+            done = not self.asks and not self.allocations and self.state in (AppState.ACCEPTED, AppState.RUNNING)
+        if done:
+            self.handle(AppEvent.COMPLETE)
+
+    # -- asks ----------------------------------------------------------------------------------
+
+    def sorted_asks(self) -> list[Allocation]:
+        """Pending asks: priority descending, then oldest first, then key."""
+        with self.lock:
+            return sorted(self.asks.values(), key=ask_sort_key)
+
+    def add_ask(self, ask: Allocation) -> None:
+        """A new ask, or a new size for a pending one. A first ask (or one arriving while
+        Completing) runs the application."""
+        assert self.queue is not None, "an application gets asks only once placed"
+        with self.lock:
+            old = self.asks.get(ask.allocation_key)
+            delta = ask.resource - old.resource if old is not None else ask.resource
+            self.asks[ask.allocation_key] = ask
+            self.pending = self.pending + delta
+            run = self.state in (AppState.NEW, AppState.COMPLETING)
+        self.queue.inc_pending(delta)
+        if run:
+            self.handle(AppEvent.RUN)
+        self._events.ask_added(self.app_id, ask.allocation_key, ask.resource)
+
+    def remove_ask(self, key: str, detail: EventChangeDetail = EventChangeDetail.REQUEST_CANCEL) -> Allocation | None:
+        assert self.queue is not None
+        with self.lock:
+            ask = self.asks.pop(key, None)
+            if ask is None:
+                return None
+            self.pending = self.pending - ask.resource
+        self.queue.dec_pending(ask.resource)
+        self._events.ask_removed(self.app_id, key, ask.resource, detail)
+        self._check_completion()
+        return ask
+
+    # -- allocations ---------------------------------------------------------------------------
+
+    def allocate(self, ask: Allocation, node_id: str, on_usage: Callable[[Allocation], None]) -> None:
+        """Turns a pending ask into an allocation on ``node_id`` (the node already holds it).
+        ``on_usage`` updates user/group usage between the state change and the APP event,
+        in YuniKorn's order."""
+        assert self.queue is not None
+        with self.lock:
+            self.asks.pop(ask.allocation_key, None)
+            ask.place(node_id, self._clock.now_ns())
+            self.allocations[ask.allocation_key] = ask
+            self.pending = self.pending - ask.resource
+            self.allocated = self.allocated + ask.resource
+        self.queue.dec_pending(ask.resource)
+        self.queue.inc_allocated(ask.resource)
+        self._run_after_allocation()
+        on_usage(ask)
+        self._events.allocation_added(self.app_id, ask.allocation_key, ask.resource)
+
+    def recover_allocation(self, alloc: Allocation, on_usage: Callable[[Allocation], None]) -> None:
+        """An allocation the RM already placed (recovery): counted even past queue max."""
+        assert self.queue is not None
+        with self.lock:
+            self.allocations[alloc.allocation_key] = alloc
+            self.allocated = self.allocated + alloc.resource
+        self.queue.inc_allocated(alloc.resource)
+        if self.state is AppState.NEW:
+            self.handle(AppEvent.RUN)
+        self._run_after_allocation()
+        on_usage(alloc)
+        self._events.allocation_added(self.app_id, alloc.allocation_key, alloc.resource)
+
+    def _run_after_allocation(self) -> None:
+        if self.state in (AppState.ACCEPTED, AppState.COMPLETING):
+            self.handle(AppEvent.RUN)
+
+    def remove_allocation(
+        self, key: str, detail: EventChangeDetail, on_usage: Callable[[Allocation], None]
+    ) -> Allocation | None:
+        """Releases an allocation; the caller removes it from its node afterwards."""
+        assert self.queue is not None
+        with self.lock:
+            alloc = self.allocations.pop(key, None)
+            if alloc is None:
+                return None
+            self.allocated = self.allocated - alloc.resource
+        self.queue.dec_allocated(alloc.resource)
+        on_usage(alloc)
+        self._check_completion()
+        self._events.allocation_removed(self.app_id, key, alloc.resource, detail)
+        return alloc
+
+    def is_consistent(self) -> bool:
+        """Pending and allocated equal the sums of asks and allocations (a health check)."""
+        with self.lock:
+            pending = sum((a.resource for a in self.asks.values()), Resource())
+            allocated = sum((a.resource for a in self.allocations.values()), Resource())
+            return pending == self.pending and allocated == self.allocated
+
+    def __repr__(self) -> str:
+        return f"Application({self.app_id}, {self.state.value}, queue={self.queue.path if self.queue else None})"

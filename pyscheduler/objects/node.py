@@ -1,0 +1,158 @@
+"""Nodes: capacity, what is allocated and occupied, and whether new work may land there.
+
+``available = total - allocated - occupied``: ``allocated`` is what this scheduler placed,
+``occupied`` what runs there without it (foreign pods). Every change emits its NODE event and
+tells the node's listeners (the node index re-scores the node).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+
+from pyscheduler.common.resources import Resource
+from pyscheduler.objects.allocation import Allocation
+from pyscheduler.objects.object_events import NodeEvents
+
+__all__ = ["Node", "HOSTNAME", "RACKNAME", "NODE_PARTITION", "INSTANCE_TYPE"]
+
+HOSTNAME = "si/hostname"
+RACKNAME = "si/rackname"
+NODE_PARTITION = "si/node-partition"
+INSTANCE_TYPE = "si/instance-type"
+
+NodeListener = Callable[["Node"], None]
+
+
+class Node:
+    """One node of a partition. Its lock is the last in the order partition -> queue ->
+    application -> node."""
+
+    def __init__(
+        self,
+        node_id: str,
+        capacity: Resource,
+        attributes: Mapping[str, str],
+        events: NodeEvents,
+        *,
+        schedulable: bool = True,
+        occupied: Resource | None = None,
+    ) -> None:
+        self.node_id = node_id
+        self.attributes = dict(attributes)
+        self.lock = threading.RLock()
+        self._events = events
+        self._total = capacity.pruned()
+        self._occupied = occupied or Resource()
+        self._allocated = Resource()
+        self.allocations: dict[str, Allocation] = {}
+        #: Reserved allocation keys -> reserved resource (the scheduling cycle manages them).
+        self.reservations: dict[str, Resource] = {}
+        self._listeners: list[NodeListener] = []
+        self._schedulable = schedulable
+        # YuniKorn reports the schedulable state first, as the node is built.
+        events.schedulable(node_id, schedulable)
+
+    # -- read ----------------------------------------------------------------------------------
+
+    @property
+    def total(self) -> Resource:
+        return self._total
+
+    @property
+    def allocated(self) -> Resource:
+        return self._allocated
+
+    @property
+    def occupied(self) -> Resource:
+        return self._occupied
+
+    @property
+    def available(self) -> Resource:
+        return self._total - self._allocated - self._occupied
+
+    @property
+    def schedulable(self) -> bool:
+        return self._schedulable
+
+    @property
+    def hostname(self) -> str:
+        return self.attributes.get(HOSTNAME, "")
+
+    @property
+    def rackname(self) -> str:
+        return self.attributes.get(RACKNAME, "")
+
+    @property
+    def instance_type(self) -> str:
+        return self.attributes.get(INSTANCE_TYPE, "UNKNOWN")
+
+    def fits(self, resource: Resource) -> bool:
+        """Whether ``resource`` fits in what is available now."""
+        return resource.fits_in(self.available)
+
+    def fits_capacity(self, resource: Resource) -> bool:
+        """Whether ``resource`` could ever fit (a reservation needs this)."""
+        return resource.fits_in(self._total)
+
+    # -- change --------------------------------------------------------------------------------
+
+    def add_listener(self, listener: NodeListener) -> None:
+        self._listeners.append(listener)
+
+    def _changed(self) -> None:
+        for listener in self._listeners:
+            listener(self)
+
+    def add_allocation(self, alloc: Allocation) -> None:
+        with self.lock:
+            self.allocations[alloc.allocation_key] = alloc
+            self._allocated = self._allocated + alloc.resource
+            self._events.allocation_added(self.node_id, alloc.allocation_key, alloc.resource)
+        self._changed()
+
+    def remove_allocation(self, allocation_key: str) -> Allocation | None:
+        with self.lock:
+            alloc = self.allocations.pop(allocation_key, None)
+            if alloc is None:
+                return None
+            self._allocated = self._allocated - alloc.resource
+            self._events.allocation_removed(self.node_id, allocation_key, alloc.resource)
+        self._changed()
+        return alloc
+
+    def set_capacity(self, capacity: Resource) -> Resource:
+        """Returns the change (new - old) so the partition can adjust its total."""
+        with self.lock:
+            capacity = capacity.pruned()
+            delta = capacity - self._total
+            if delta.is_zero():
+                return delta
+            self._total = capacity
+            self._events.capacity(self.node_id, capacity)
+        self._changed()
+        return delta
+
+    def set_occupied(self, occupied: Resource) -> None:
+        with self.lock:
+            if occupied == self._occupied:
+                return
+            self._occupied = occupied
+            self._events.occupied(self.node_id, occupied)
+        self._changed()
+
+    def set_schedulable(self, schedulable: bool) -> None:
+        with self.lock:
+            if schedulable == self._schedulable:
+                return
+            self._schedulable = schedulable
+            self._events.schedulable(self.node_id, schedulable)
+        self._changed()
+
+    def is_consistent(self) -> bool:
+        """Allocated equals the sum of the allocations (a health check)."""
+        with self.lock:
+            total = Resource()
+            for alloc in self.allocations.values():
+                total = total + alloc.resource
+            return total == self._allocated

@@ -1,0 +1,401 @@
+"""Partitions: one queue tree, its nodes and applications, and every change to them.
+
+Every mutation of a partition runs under the partition's lock (the first in the order
+partition -> queue -> application -> node), so an RM message is applied whole or not at all:
+each operation checks everything it needs before it changes anything. Outcomes for the RM
+(state updates, releases) are collected in :attr:`Partition.outbox` and sent by the cluster
+context after the lock is released, so the RM may call back in without deadlocking.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from pyscheduler.common.clock import Clock
+from pyscheduler.common.resources import Resource
+from pyscheduler.events.types import EventChangeDetail
+from pyscheduler.objects.allocation import Allocation
+from pyscheduler.objects.application import Application, AppTimeouts, StateUpdate
+from pyscheduler.objects.application_state import TERMINAL_STATES, AppEvent, AppState
+from pyscheduler.objects.node import Node
+from pyscheduler.objects.object_events import ObjectEvents
+from pyscheduler.objects.queue import ObjectState, Queue, QueueSettings
+from pyscheduler.objects.ugm import UserGroupManager
+from pyscheduler.policies.placement import PlacementManager, PlacementRejected, RuleSpec
+
+__all__ = ["Partition", "PartitionError", "Released", "TERMINATION_DETAIL"]
+
+
+class PartitionError(Exception):
+    """A request the partition refuses; the message is the reason sent to the RM."""
+
+
+@dataclass(frozen=True)
+class Released:
+    """An allocation the core released, to report to the RM (``AllocationRelease``)."""
+
+    application_id: str
+    allocation_key: str
+    termination_type: int
+    message: str
+
+
+#: SI termination type -> the change detail of the APP REMOVE event.
+TERMINATION_DETAIL: dict[int, EventChangeDetail] = {
+    0: EventChangeDetail.ALLOC_CANCEL,
+    1: EventChangeDetail.ALLOC_CANCEL,
+    2: EventChangeDetail.ALLOC_TIMEOUT,
+    3: EventChangeDetail.ALLOC_PREEMPT,
+    4: EventChangeDetail.ALLOC_REPLACED,
+}
+STOPPED_BY_RM = 1
+
+
+@dataclass
+class Outbox:
+    """What the RM must hear about once the partition's lock is released."""
+
+    updates: list[StateUpdate] = field(default_factory=list)
+    released: list[Released] = field(default_factory=list)
+
+    def add_update(self, update: StateUpdate) -> None:
+        # A method, not a bound list.append: take() replaces the lists.
+        self.updates.append(update)
+
+    def take(self) -> tuple[list[StateUpdate], list[Released]]:
+        updates, released = self.updates, self.released
+        self.updates, self.released = [], []
+        return updates, released
+
+
+class Partition:
+    def __init__(
+        self,
+        name: str,
+        rm_id: str,
+        root_settings: QueueSettings,
+        *,
+        clock: Clock,
+        events: ObjectEvents,
+        timeouts: AppTimeouts | None = None,
+    ) -> None:
+        self.name = name
+        self.rm_id = rm_id
+        self.lock = threading.RLock()
+        self.state = ObjectState.ACTIVE
+        self.clock = clock
+        self.events = events
+        self.timeouts = timeouts or AppTimeouts()
+        self.outbox = Outbox()
+        self.root = Queue("root", None, events.queue, root_settings)
+        self.nodes: dict[str, Node] = {}
+        self.applications: dict[str, Application] = {}
+        self.completed_applications: dict[str, Application] = {}
+        self.rejected_applications: dict[str, Application] = {}
+        self.total = Resource()
+        self.placement = PlacementManager([])
+        self.ugm = UserGroupManager(events.ugm)
+        self.node_sort_policy = "fair"
+        self.resource_weights: dict[str, float] = {"vcore": 1.0, "memory": 1.0}
+        self.preemption_enabled = True
+        self.quota_preemption_enabled = False
+        self.allocation_count = 0
+        #: Foreign allocations: key -> (node id, resource) counted as occupied on the node.
+        self.foreign: dict[str, tuple[str, Resource]] = {}
+        #: Called after a node or allocation change (the scheduler's wake-up, the node index).
+        self.on_change: Callable[[], None] = lambda: None
+
+    # -- queues ---------------------------------------------------------------------------------
+
+    def get_queue(self, path: str) -> Queue | None:
+        """The queue at a fully qualified path (the placement rules' view)."""
+        parts = path.lower().split(".")
+        if not parts or parts[0] != "root":
+            return None
+        queue = self.root
+        for name in parts[1:]:
+            with queue.lock:
+                child = queue.children.get(name)
+            if child is None:
+                return None
+            queue = child
+        return queue
+
+    def queues(self) -> Iterator[Queue]:
+        return self.root.walk()
+
+    def _create_dynamic(self, path: str) -> Queue:
+        """Creates every missing level of ``path`` as a dynamic queue (from child templates)."""
+        parts = path.lower().split(".")
+        queue = self.root
+        for depth, name in enumerate(parts[1:], start=1):
+            child = queue.children.get(name)
+            if child is None:
+                is_last = depth == len(parts) - 1
+                template = queue.child_template()
+                settings = template if is_last else QueueSettings(
+                    parent=True, properties=template.properties, submit_acl=template.submit_acl
+                )
+                child = Queue(name, queue, self.events.queue, settings, managed=False)
+            queue = child
+        return queue
+
+    # -- nodes ------------------------------------------------------------------------------------
+
+    def add_node(self, node_id: str, capacity: Resource, attributes: dict[str, str], *, schedulable: bool = True,
+                 occupied: Resource | None = None) -> Node:
+        with self.lock:
+            if self.state is not ObjectState.ACTIVE:
+                raise PartitionError(f"partition {self.name} is {self.state.value.lower()}: no new nodes")
+            if node_id in self.nodes:
+                raise PartitionError(f"node {node_id} already exists")
+            if capacity.has_negative():
+                raise PartitionError(f"node {node_id} has a negative capacity: {capacity}")
+            node = Node(node_id, capacity, attributes, self.events.node, schedulable=schedulable, occupied=occupied)
+            self.nodes[node_id] = node
+            self._set_total(self.total + node.total)
+            self.events.node.added(node_id, node.total)
+        self.on_change()
+        return node
+
+    def update_node_capacity(self, node_id: str, capacity: Resource, occupied: Resource | None) -> None:
+        with self.lock:
+            node = self._node(node_id)
+            if capacity.has_negative():
+                raise PartitionError(f"node {node_id} has a negative capacity: {capacity}")
+            delta = node.set_capacity(capacity)
+            if not delta.is_zero():
+                self._set_total(self.total + delta)
+            if occupied is not None:
+                node.set_occupied(occupied)
+        self.on_change()
+
+    def set_node_schedulable(self, node_id: str, schedulable: bool) -> None:
+        with self.lock:
+            self._node(node_id).set_schedulable(schedulable)
+        self.on_change()
+
+    def remove_node(self, node_id: str) -> list[Released]:
+        """Removes a node, releasing every allocation on it (ALLOC_NODEREMOVED)."""
+        with self.lock:
+            node = self._node(node_id)
+            released = []
+            for alloc in sorted(node.allocations.values(), key=lambda a: a.allocation_key):
+                app = self.applications.get(alloc.application_id)
+                if app is not None:
+                    app.remove_allocation(alloc.allocation_key, EventChangeDetail.ALLOC_NODEREMOVED, self._usage_removed(app))
+                node.remove_allocation(alloc.allocation_key)
+                released.append(Released(alloc.application_id, alloc.allocation_key, STOPPED_BY_RM, "node removed"))
+            del self.nodes[node_id]
+            self._set_total(self.total - node.total)
+            self.events.node.removed(node_id)
+            self.outbox.released.extend(released)
+        self.on_change()
+        return released
+
+    def add_foreign(self, key: str, node_id: str, resource: Resource) -> None:
+        """A pod the scheduler did not place: it occupies part of its node."""
+        with self.lock:
+            node = self._node(node_id)
+            old = self.foreign.get(key)
+            if old is not None:
+                node_of_old = self.nodes.get(old[0])
+                if node_of_old is not None:
+                    node_of_old.set_occupied(node_of_old.occupied - old[1])
+            self.foreign[key] = (node_id, resource)
+            node.set_occupied(node.occupied + resource)
+        self.on_change()
+
+    def release_foreign(self, key: str) -> None:
+        with self.lock:
+            entry = self.foreign.pop(key, None)
+            if entry is None:
+                raise PartitionError(f"unknown foreign allocation {key}")
+            node = self.nodes.get(entry[0])
+            if node is not None:
+                node.set_occupied(node.occupied - entry[1])
+        self.on_change()
+
+    def _node(self, node_id: str) -> Node:
+        node = self.nodes.get(node_id)
+        if node is None:
+            raise PartitionError(f"unknown node {node_id}")
+        return node
+
+    def _set_total(self, total: Resource) -> None:
+        self.total = total
+        # Root's maximum is always the sum of the node capacities.
+        self.root.set_max_resource(total)
+
+    # -- applications -------------------------------------------------------------------------------
+
+    def add_application(self, app: Application) -> None:
+        """Places the application in a leaf queue, or rejects it (raising PartitionError with
+        the reason, after the app was moved to the rejected applications)."""
+        with self.lock:
+            try:
+                if self.state is not ObjectState.ACTIVE:
+                    raise PlacementRejected(f"partition {self.name} is {self.state.value.lower()}: no new applications")
+                if app.app_id in self.applications:
+                    raise PlacementRejected(f"application {app.app_id} already exists")
+                result = self.placement.place(app.app_id, app.queue_name, app.user, app.groups, app.tags, self)
+                queue = self.get_queue(result.queue_path)
+                if queue is None:
+                    queue = self._create_dynamic(result.queue_path)
+                if not queue.is_leaf:
+                    raise PlacementRejected(f"queue {queue.path} is not a leaf queue")
+            except PlacementRejected as err:
+                app.reject(str(err))
+                self.rejected_applications[app.app_id] = app
+                raise PartitionError(str(err)) from None
+            app.queue = queue
+            self.applications[app.app_id] = app
+            queue.add_application(app)
+
+    def remove_application(self, app_id: str) -> list[Released]:
+        """Removes an application, releasing its asks and allocations (STOPPED_BY_RM)."""
+        with self.lock:
+            app = self._app(app_id)
+            released = self._release_all(app, STOPPED_BY_RM, "application removed")
+            for ask in app.sorted_asks():
+                app.remove_ask(ask.allocation_key, EventChangeDetail.REQUEST_CANCEL)
+            if app.queue is not None:
+                app.queue.remove_application(app)
+            del self.applications[app_id]
+            self.events.app.removed(app_id)
+            self.ugm.remove_app(app.app_id, app.user)
+            self.outbox.released.extend(released)
+        self.on_change()
+        return released
+
+    def _app(self, app_id: str) -> Application:
+        app = self.applications.get(app_id)
+        if app is None:
+            raise PartitionError(f"unknown application {app_id}")
+        return app
+
+    # -- asks and allocations -------------------------------------------------------------------------
+
+    def update_allocation(self, alloc: Allocation) -> str:
+        """A new ask, a recovered or bound allocation, or a new size. Returns what happened:
+        "ask", "recovered", "bound" or "updated". Raises PartitionError with the reason."""
+        with self.lock:
+            if not alloc.resource.strictly_greater_than_zero():
+                raise PartitionError(f"allocation {alloc.allocation_key}: resource must be positive, got {alloc.resource}")
+            app = self._app(alloc.application_id)
+            node = self._node(alloc.node_id) if alloc.node_id else None
+            existing = app.allocations.get(alloc.allocation_key)
+            if existing is not None:
+                if existing.resource != alloc.resource:
+                    raise PartitionError(f"allocation {alloc.allocation_key} is placed: its size cannot change")
+                return "updated"
+            if node is None:
+                app.add_ask(alloc)
+                self.on_change()
+                return "ask"
+            pending = app.asks.get(alloc.allocation_key)
+            if pending is not None:
+                # The RM bound a pending ask itself: it becomes an allocation on that node.
+                node.add_allocation(pending)
+                app.allocate(pending, node.node_id, self._usage_added(app))
+                self.allocation_count += 1
+                return "bound"
+            alloc.place(node.node_id, self.clock.now_ns())
+            node.add_allocation(alloc)
+            app.recover_allocation(alloc, self._usage_added(app))
+            self.allocation_count += 1
+        self.on_change()
+        return "recovered"
+
+    def commit_allocation(self, app: Application, ask: Allocation, node: Node) -> None:
+        """Places a pending ask on a node: node, application, queues and user usage updated
+        and the events emitted in YuniKorn's order. The scheduling cycle's commit."""
+        with self.lock:
+            node.add_allocation(ask)
+            app.allocate(ask, node.node_id, self._usage_added(app))
+            self.allocation_count += 1
+        self.on_change()
+
+    def release(self, app_id: str, allocation_key: str, termination_type: int, message: str = "") -> list[Released]:
+        """Releases one allocation or ask by key, or all of the app's allocations (empty key)."""
+        with self.lock:
+            app = self._app(app_id)
+            if not allocation_key:
+                released = self._release_all(app, termination_type, message)
+            elif allocation_key in app.allocations:
+                released = [self._release_one(app, allocation_key, termination_type, message)]
+            elif allocation_key in app.asks:
+                app.remove_ask(allocation_key)
+                released = []
+            else:
+                raise PartitionError(f"application {app_id} has no allocation {allocation_key}")
+        self.on_change()
+        return released
+
+    def _release_all(self, app: Application, termination_type: int, message: str) -> list[Released]:
+        keys = sorted(app.allocations)
+        return [self._release_one(app, key, termination_type, message) for key in keys]
+
+    def _release_one(self, app: Application, key: str, termination_type: int, message: str) -> Released:
+        detail = TERMINATION_DETAIL.get(termination_type, EventChangeDetail.ALLOC_CANCEL)
+        alloc = app.remove_allocation(key, detail, self._usage_removed(app))
+        assert alloc is not None
+        node = self.nodes.get(alloc.node_id)
+        if node is not None:
+            node.remove_allocation(key)
+        return Released(app.app_id, key, termination_type, message)
+
+    def _usage_added(self, app: Application) -> Callable[[Allocation], None]:
+        queue_path = app.queue.path if app.queue else ""
+        return lambda alloc: self.ugm.increase_usage(queue_path, app.app_id, app.user, app.groups, alloc.resource)
+
+    def _usage_removed(self, app: Application) -> Callable[[Allocation], None]:
+        queue_path = app.queue.path if app.queue else ""
+
+        def removed(alloc: Allocation) -> None:
+            done = not app.allocations
+            self.ugm.decrease_usage(queue_path, app.app_id, app.user, app.groups, alloc.resource, done)
+
+        return removed
+
+    # -- timers and clean-up ------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Fires due application timers, moves terminated apps aside, removes expired ones and
+        empty draining or dynamic queues."""
+        with self.lock:
+            for app in list(self.applications.values()):
+                state = app.tick()
+                if state in (AppState.COMPLETED, AppState.FAILED):
+                    self._move_terminated(app)
+            for key, app in list(self.completed_applications.items()):
+                if app.tick() is AppState.EXPIRED:
+                    del self.completed_applications[key]
+            for key, app in list(self.rejected_applications.items()):
+                if app.tick() is AppState.EXPIRED:
+                    del self.rejected_applications[key]
+            self._clean_queues()
+
+    def _move_terminated(self, app: Application) -> None:
+        del self.applications[app.app_id]
+        if app.queue is not None:
+            app.queue.remove_application(app)
+        self.ugm.remove_app(app.app_id, app.user)
+        self.completed_applications[f"{app.app_id}-{app.terminated_at_s}"] = app
+
+    def _clean_queues(self) -> None:
+        """Bottom-up: removes empty draining managed queues and empty dynamic queues."""
+        for queue in reversed(list(self.root.walk())):
+            if queue.parent is None or not queue.is_empty():
+                continue
+            if queue.is_draining or not queue.managed:
+                queue.parent.remove_child(queue.name)
+
+    def fail_all(self, message: str) -> None:
+        """Partition removal: every application fails."""
+        with self.lock:
+            for app in list(self.applications.values()):
+                if app.state not in TERMINAL_STATES and app.state is not AppState.FAILING:
+                    app.handle(AppEvent.FAIL, message)

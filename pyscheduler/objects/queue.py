@@ -1,0 +1,319 @@
+"""Queues: the hierarchy rooted at ``root``, with quotas, properties and ACLs.
+
+- Managed queues come from the configuration; dynamic ones are created by placement rules
+  (from the parent's child template) and removed once empty.
+- Only leaf queues hold applications. A queue is a parent when the configuration says so or
+  when it has children.
+- ``max`` None means unlimited, and a type missing from ``max`` is unlimited too; the effective
+  maximum is the per-type minimum with every ancestor, headroom the minimum of
+  ``max - allocated`` over the path.
+- Usage changes walk the path one queue at a time: no queue lock is held while another is taken
+  (lock order: partition -> queue -> application -> node, never upward, never two queues).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from typing import TYPE_CHECKING, Protocol
+
+from pyscheduler.common.resources import Resource, component_min_undef
+from pyscheduler.objects.object_events import QueueEvents
+
+if TYPE_CHECKING:
+    from pyscheduler.objects.application import Application
+
+__all__ = [
+    "ObjectState",
+    "Queue",
+    "QueueSettings",
+    "RECOVERY_QUEUE",
+    "SORT_POLICY",
+    "qualify",
+]
+
+RECOVERY_QUEUE = "root.@recovery@"
+SORT_POLICY = "application.sort.policy"
+PRIORITY_OFFSET = "priority.offset"
+PREEMPTION_POLICY = "preemption.policy"
+
+
+class ObjectState(str, Enum):
+    """Partition and managed-queue states (YuniKorn's ``object_state.go``)."""
+
+    ACTIVE = "Active"
+    DRAINING = "Draining"
+    STOPPED = "Stopped"
+
+
+class ACLLike(Protocol):
+    def allows(self, user: str, groups: frozenset[str] | set[str] | tuple[str, ...]) -> bool: ...
+
+
+@dataclass(frozen=True)
+class QueueSettings:
+    """What configuration (or a child template) sets on a queue."""
+
+    parent: bool = False
+    max_resource: Resource | None = None
+    guaranteed: Resource | None = None
+    max_applications: int = 0
+    properties: Mapping[str, str] = field(default_factory=dict)
+    submit_acl: ACLLike | None = None
+    admin_acl: ACLLike | None = None
+    child_template: QueueSettings | None = None
+
+
+def qualify(path: str) -> str:
+    """Lower-cases a queue path and roots it (``a.b`` -> ``root.a.b``)."""
+    path = path.lower()
+    return path if path == "root" or path.startswith("root.") else f"root.{path}"
+
+
+class Queue:
+    def __init__(
+        self,
+        name: str,
+        parent: Queue | None,
+        events: QueueEvents,
+        settings: QueueSettings | None = None,
+        *,
+        managed: bool = True,
+    ) -> None:
+        self.name = name.lower()
+        self.parent = parent
+        self.path = self.name if parent is None else f"{parent.path}.{self.name}"
+        self.lock = threading.RLock()
+        self._events = events
+        self.managed = managed
+        self.state = ObjectState.ACTIVE
+        self.children: dict[str, Queue] = {}
+        self.applications: dict[str, Application] = {}
+        self.allocated = Resource()
+        self.pending = Resource()
+        self.running_apps = 0
+        self._settings = settings or QueueSettings()
+        self._is_leaf = not self._settings.parent
+        self.properties: dict[str, str] = {}
+        self._merge_properties()
+        if parent is not None:
+            parent._add_child(self)
+        events.added(self.path, managed)
+        # A queue's initial quotas are part of its creation; later changes are SET events.
+
+    # -- structure -----------------------------------------------------------------------------
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._is_leaf
+
+    @property
+    def is_managed(self) -> bool:
+        return self.managed
+
+    @property
+    def settings(self) -> QueueSettings:
+        return self._settings
+
+    @property
+    def max_resource(self) -> Resource | None:
+        return self._settings.max_resource
+
+    @property
+    def guaranteed(self) -> Resource | None:
+        return self._settings.guaranteed
+
+    @property
+    def max_applications(self) -> int:
+        return self._settings.max_applications
+
+    def _add_child(self, child: Queue) -> None:
+        with self.lock:
+            self.children[child.name] = child
+            if self._is_leaf:
+                self._is_leaf = False
+                self._events.type_changed(self.path, is_leaf=False)
+
+    def remove_child(self, name: str) -> None:
+        with self.lock:
+            child = self.children.pop(name, None)
+        if child is not None:
+            self._events.removed(child.path, child.managed)
+
+    def walk(self) -> Iterator[Queue]:
+        """This queue and every descendant, parents before children, children by name."""
+        yield self
+        with self.lock:
+            children = sorted(self.children.values(), key=lambda q: q.name)
+        for child in children:
+            yield from child.walk()
+
+    def ancestors(self) -> Iterator[Queue]:
+        """This queue, then its parent, up to root."""
+        queue: Queue | None = self
+        while queue is not None:
+            yield queue
+            queue = queue.parent
+
+    # -- configuration -------------------------------------------------------------------------
+
+    def apply_settings(self, settings: QueueSettings, *, managed: bool = True) -> None:
+        """Applies (re)loaded settings, emitting an event for each quota or type change."""
+        with self.lock:
+            old = self._settings
+            self._settings = settings
+            self.managed = managed or self.managed
+            if self.state is ObjectState.DRAINING and managed:
+                self.state = ObjectState.ACTIVE
+            want_leaf = not settings.parent and not self.children
+            type_changed = want_leaf != self._is_leaf
+            self._is_leaf = want_leaf
+            self._merge_properties()
+        if old.max_resource != settings.max_resource:
+            self._events.max_changed(self.path, settings.max_resource)
+        if old.guaranteed != settings.guaranteed:
+            self._events.guaranteed_changed(self.path, settings.guaranteed)
+        if type_changed:
+            self._events.type_changed(self.path, want_leaf)
+        for child in list(self.children.values()):
+            child._merge_properties()
+
+    def set_max_resource(self, maximum: Resource | None) -> None:
+        """Root's maximum follows the partition's total node capacity."""
+        with self.lock:
+            if maximum == self._settings.max_resource:
+                return
+            self._settings = replace(self._settings, max_resource=maximum)
+        self._events.max_changed(self.path, maximum)
+
+    def _merge_properties(self) -> None:
+        inherited: dict[str, str] = {}
+        if self.parent is not None:
+            for key, value in self.parent.properties.items():
+                # priority.offset is never inherited; of preemption.policy only "disabled" is.
+                if key == PRIORITY_OFFSET or (key == PREEMPTION_POLICY and value != "disabled"):
+                    continue
+                inherited[key] = value
+        inherited.update(self._settings.properties)
+        self.properties = inherited
+
+    @property
+    def sort_policy(self) -> str:
+        """Application sorting of a leaf: fifo (default) or fair; stateaware means fifo."""
+        policy = self.properties.get(SORT_POLICY, "fifo").lower()
+        return "fair" if policy == "fair" else "fifo"
+
+    def child_template(self) -> QueueSettings:
+        """Settings of a dynamic child: the nearest ancestor's child template, if any."""
+        for queue in self.ancestors():
+            if queue._settings.child_template is not None:
+                return queue._settings.child_template
+        return QueueSettings()
+
+    # -- state -----------------------------------------------------------------------------------
+
+    @property
+    def is_draining(self) -> bool:
+        return self.state is ObjectState.DRAINING
+
+    def mark_draining(self) -> None:
+        with self.lock:
+            self.state = ObjectState.DRAINING
+
+    def is_empty(self) -> bool:
+        with self.lock:
+            return not self.applications and not self.children and self.allocated.is_zero()
+
+    def submit_allowed(self, user: str, groups: tuple[str, ...] | frozenset[str]) -> bool:
+        """The submit or admin ACL of this queue or any ancestor allows the user."""
+        for queue in self.ancestors():
+            for acl in (queue._settings.submit_acl, queue._settings.admin_acl):
+                if acl is not None and acl.allows(user, frozenset(groups)):
+                    return True
+        return False
+
+    # -- quotas ------------------------------------------------------------------------------------
+
+    def effective_max(self) -> Resource | None:
+        """Per-type minimum of the maximums on the path (None: unlimited)."""
+        result: Resource | None = None
+        for queue in self.ancestors():
+            result = component_min_undef(result, queue.max_resource)
+        return result
+
+    def headroom(self) -> Resource | None:
+        """Minimum over the path of ``max - allocated`` (None: unlimited; missing types too)."""
+        result: Resource | None = None
+        for queue in self.ancestors():
+            maximum = queue.max_resource
+            if maximum is None:
+                continue
+            with queue.lock:
+                allocated = queue.allocated
+            room = Resource({k: v - allocated.get(k, 0) for k, v in maximum.items()})
+            result = component_min_undef(result, room)
+        return result
+
+    def fits(self, resource: Resource) -> bool:
+        """Whether ``resource`` fits in the headroom of every queue on the path."""
+        return resource.fits_in_max_undef(self.headroom())
+
+    def inc_allocated(self, resource: Resource) -> None:
+        """Adds to allocated on the whole path (no check: the caller checked, or recovers)."""
+        for queue in self.ancestors():
+            with queue.lock:
+                queue.allocated = queue.allocated + resource
+
+    def dec_allocated(self, resource: Resource) -> None:
+        for queue in self.ancestors():
+            with queue.lock:
+                queue.allocated = queue.allocated - resource
+
+    def inc_pending(self, resource: Resource) -> None:
+        for queue in self.ancestors():
+            with queue.lock:
+                queue.pending = queue.pending + resource
+
+    def dec_pending(self, resource: Resource) -> None:
+        for queue in self.ancestors():
+            with queue.lock:
+                queue.pending = queue.pending - resource
+
+    # -- applications ----------------------------------------------------------------------------
+
+    def add_application(self, app: Application) -> None:
+        with self.lock:
+            self.applications[app.app_id] = app
+        self._events.app_added(self.path, app.app_id)
+
+    def remove_application(self, app: Application) -> None:
+        with self.lock:
+            if self.applications.pop(app.app_id, None) is None:
+                return
+        self._events.app_removed(self.path, app.app_id)
+
+    def can_run_app(self) -> bool:
+        """maxApplications on every level of the path allows one more running app."""
+        for queue in self.ancestors():
+            maximum = queue.max_applications
+            if maximum > 0:
+                with queue.lock:
+                    if queue.running_apps + 1 > maximum:
+                        return False
+        return True
+
+    def inc_running_apps(self) -> None:
+        for queue in self.ancestors():
+            with queue.lock:
+                queue.running_apps += 1
+
+    def dec_running_apps(self) -> None:
+        for queue in self.ancestors():
+            with queue.lock:
+                queue.running_apps -= 1
+
+    def __repr__(self) -> str:
+        kind = "leaf" if self._is_leaf else "parent"
+        return f"Queue({self.path}, {kind}, {'managed' if self.managed else 'dynamic'}, {self.state.value})"

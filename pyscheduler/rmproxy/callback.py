@@ -1,0 +1,135 @@
+"""What a resource manager implements so the core can talk back to it.
+
+YuniKorn's ``api.ResourceManagerCallback`` is one Go interface. Here it is split by what is
+required and what is optional:
+
+- :class:`ResourceManagerCallback` (required): the results of the RM's requests and the core's
+  own decisions (``update_allocation``, ``update_application``, ``update_node``), the request
+  events (``send_event``) and the per-ask scheduling state
+  (``update_container_scheduling_state``).
+- :class:`PredicatesPlugin` (optional): ``predicates``, the RM's own node filter (K8s filter
+  plugins). **An RM without it lets every node pass**; the core then relies on resources,
+  reservations and the required-node tag only.
+- :class:`PreemptionPredicatesPlugin` (optional): ``preemption_predicates``, used by
+  preemption to ask whether removing some victims would let the ask fit.
+
+How the core calls an RM (the contract an implementation may rely on and must honour):
+
+- Calls come from core threads (the proxy's dispatcher, the scheduling loop, the event
+  publisher), possibly several at once: implementations must be thread-safe.
+- The core never holds one of its object locks while calling an RM, so an RM may call back
+  into the core (e.g. send an ``update_allocation`` from inside ``update_allocation``).
+- ``predicates`` is called synchronously inside the scheduling cycle for every node tried,
+  so it must be fast and must not block on the core.
+- The ``update_*`` methods, ``send_event`` and ``update_container_scheduling_state`` return
+  nothing (YuniKorn's return an ``error`` that is only logged). An exception raised by one is
+  logged by the caller and never stops the core.
+- Messages are immutable (see :mod:`pyscheduler.rmproxy.messages`): an RM may keep them.
+
+The Protocols are ``runtime_checkable`` so the proxy can test an RM with ``isinstance`` once,
+at registration; :func:`predicates_of` resolves the optional hook once so the hot path pays
+for no lookup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Protocol, runtime_checkable
+
+from pyscheduler.events.types import EventRecord
+from pyscheduler.rmproxy.messages import (
+    AllocationResponse,
+    ApplicationResponse,
+    NodeResponse,
+    PredicatesArgs,
+    PreemptionPredicatesArgs,
+    PreemptionPredicatesResponse,
+    UpdateContainerSchedulingStateRequest,
+)
+
+__all__ = [
+    "PredicatesFunc",
+    "PredicatesPlugin",
+    "PreemptionPredicatesPlugin",
+    "ResourceManagerCallback",
+    "check_predicates",
+    "predicates_of",
+]
+
+# The resolved ``predicates`` hook: args -> None (the node passes) or the refusal reason.
+PredicatesFunc = Callable[[PredicatesArgs], "str | None"]
+
+
+@runtime_checkable
+class ResourceManagerCallback(Protocol):
+    """The callbacks every RM implements (YuniKorn's ``ResourceManagerCallback`` minus the
+    optional plugins)."""
+
+    def update_allocation(self, response: AllocationResponse) -> None:
+        """New allocations, released allocations (with their termination type) and rejected
+        asks/allocations."""
+        ...
+
+    def update_application(self, response: ApplicationResponse) -> None:
+        """Accepted and rejected applications, and application state changes."""
+        ...
+
+    def update_node(self, response: NodeResponse) -> None:
+        """Accepted and rejected node registrations."""
+        ...
+
+    def send_event(self, events: Sequence[EventRecord]) -> None:
+        """Request events for the RM to surface (K8s: pod events), in batches, every ~2 s."""
+        ...
+
+    def update_container_scheduling_state(self, request: UpdateContainerSchedulingStateRequest) -> None:
+        """What the core did with an ask this cycle (skipped, scheduled, reserved, failed)."""
+        ...
+
+
+@runtime_checkable
+class PredicatesPlugin(Protocol):
+    """Optional: the RM's node filter, consulted for every node the core tries for an ask."""
+
+    def predicates(self, args: PredicatesArgs) -> str | None:
+        """Return ``None`` if ``args.allocation_key`` may go on ``args.node_id``, else the reason
+        it may not (shown to users in the ask's allocation log and events).
+
+        YuniKorn's ``Predicates`` returns an ``error``; here the reason string plays that part,
+        so "no reason" means "passes". ``args.allocate`` is False when the core checks a
+        reservation rather than an allocation.
+        """
+        ...
+
+
+@runtime_checkable
+class PreemptionPredicatesPlugin(Protocol):
+    """Optional: lets preemption ask whether removing victims would make an ask fit a node."""
+
+    def preemption_predicates(self, args: PreemptionPredicatesArgs) -> PreemptionPredicatesResponse:
+        ...
+
+
+def predicates_of(rm: object) -> PredicatesFunc | None:
+    """The RM's bound ``predicates`` method, or ``None`` when it has none (every node passes).
+
+    Resolve this once at registration rather than testing the RM on every node tried.
+    """
+    return rm.predicates if isinstance(rm, PredicatesPlugin) else None
+
+
+def check_predicates(predicates: PredicatesFunc | None, args: PredicatesArgs) -> str | None:
+    """Run a resolved ``predicates`` hook: ``None`` if the node passes, else the reason.
+
+    No hook means every node passes. A hook that raises refuses the node, with the exception as
+    the reason: a broken RM must not crash the scheduling cycle, and refusing is the safe
+    choice (placing an ask where the RM cannot run it would fail later, on the RM side).
+    """
+    if predicates is None:
+        return None
+    try:
+        reason = predicates(args)
+    except Exception as exc:  # noqa: BLE001 - any RM failure refuses the node
+        return f"predicates failed: {type(exc).__name__}: {exc}"
+    # Treat "" like None: an empty reason cannot explain a refusal, and Go's nil error is "passes".
+    return reason or None

@@ -1,0 +1,419 @@
+"""The cluster context: every partition of every registered RM, and the handling of RM messages.
+
+Each message of an RM request (one application, one node, one allocation, one release) is
+checked and applied on its own: a bad one is rejected with a reason through the RM callback
+and the others go on. Nothing raises into the RM's thread except for an unknown RM id (the SI
+returns an error for that) and a configuration that does not parse or validate, which is
+rejected whole, leaving the old configuration in place.
+
+Partition names are ``[rmID]name`` inside and plain outside (the RM never sees the prefix).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from pyscheduler.common.clock import Clock, SystemClock
+from pyscheduler.common.errors import SchedulerError
+from pyscheduler.common.resources import Resource
+from pyscheduler.config.event_settings import EventSettings
+from pyscheduler.config.loader import parse_and_validate
+from pyscheduler.config.queues import SchedulerConfig
+from pyscheduler.events.system import EventSystem
+from pyscheduler.objects.allocation import Allocation
+from pyscheduler.objects.application import Application, AppTimeouts
+from pyscheduler.objects.node import NODE_PARTITION, Node
+from pyscheduler.objects.object_events import ObjectEvents
+from pyscheduler.objects.partition import Partition, PartitionError, Released
+from pyscheduler.rmproxy import messages as si
+from pyscheduler.rmproxy.callback import ResourceManagerCallback
+from pyscheduler.scheduler.config_apply import apply_partition_config, root_settings
+
+__all__ = ["ClusterContext", "UnknownRMError", "internal_name", "external_name"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PARTITION = "default"
+
+
+class UnknownRMError(SchedulerError):
+    """A request for an RM that never registered (the SI's one synchronous error)."""
+
+
+def internal_name(rm_id: str, partition: str) -> str:
+    return f"[{rm_id}]{(partition or DEFAULT_PARTITION).lower()}"
+
+
+def external_name(name: str) -> str:
+    return name.split("]", 1)[1] if name.startswith("[") and "]" in name else name
+
+
+@dataclass
+class _RM:
+    rm_id: str
+    callback: ResourceManagerCallback
+    policy_group: str
+    checksum: str = ""
+
+
+class ClusterContext:
+    """All partitions, the registered RMs and the event system."""
+
+    def __init__(
+        self,
+        *,
+        clock: Clock | None = None,
+        event_system: EventSystem | None = None,
+        timeouts: AppTimeouts | None = None,
+    ) -> None:
+        self.clock = clock or SystemClock()
+        self.event_system = event_system or EventSystem(clock=self.clock)
+        self.events = ObjectEvents(self.event_system.add)
+        self.timeouts = timeouts or AppTimeouts()
+        self.partitions: dict[str, Partition] = {}
+        self._rms: dict[str, _RM] = {}
+        self.configs: dict[str, SchedulerConfig] = {}
+        self.lock = threading.RLock()
+        #: Called after every RM update (the scheduling loop wakes up on it).
+        self.on_update: Callable[[], None] = lambda: None
+
+    @property
+    def uuid(self) -> str:
+        return self.event_system.instance_uuid
+
+    # -- registration and configuration -----------------------------------------------------------
+
+    def register_rm(self, request: si.RegisterResourceManagerRequest, callback: ResourceManagerCallback) -> None:
+        """Registers an RM with its configuration; a re-registration removes the RM's old
+        partitions first. Raises ConfigError for a bad configuration (nothing is changed)."""
+        config, settings = self._parse(request.config, request.extra_config)
+        with self.lock:
+            if request.rm_id in self._rms:
+                for name in [n for n, p in self.partitions.items() if p.rm_id == request.rm_id]:
+                    self._remove_partition(name)
+            self._rms[request.rm_id] = _RM(request.rm_id, callback, request.policy_group)
+            self.event_system.apply_settings(settings)
+            self.event_system.set_callback(callback)
+            self._apply_config(request.rm_id, request.policy_group, config)
+        self.on_update()
+
+    def update_configuration(self, request: si.UpdateConfigurationRequest) -> None:
+        """Reloads the configuration; raises ConfigError when it is invalid (the old stays)."""
+        config, settings = self._parse(request.config, request.extra_config)
+        with self.lock:
+            self._rm(request.rm_id)
+            self.event_system.apply_settings(settings)
+            self._apply_config(request.rm_id, request.policy_group, config)
+        self._flush_all()
+        self.on_update()
+
+    @staticmethod
+    def _parse(text: str, extra: Iterable[tuple[str, str]] | dict[str, str]) -> tuple[SchedulerConfig, EventSettings]:
+        # Both are checked before anything is applied: a bad value in either rejects the whole.
+        settings = EventSettings.from_config(dict(extra))
+        return parse_and_validate(text), settings
+
+    def _apply_config(self, rm_id: str, policy_group: str, config: SchedulerConfig) -> None:
+        rm = self._rms[rm_id]
+        if rm.checksum and rm.checksum == config.checksum:
+            return
+        wanted = set()
+        for conf in config.partitions:
+            name = internal_name(rm_id, conf.name)
+            wanted.add(name)
+            partition = self.partitions.get(name)
+            if partition is None:
+                partition = Partition(
+                    name, rm_id, root_settings(conf), clock=self.clock, events=self.events, timeouts=self.timeouts
+                )
+                partition.on_change = lambda: self.on_update()
+                self.partitions[name] = partition
+            apply_partition_config(partition, conf)
+        for name in [n for n, p in self.partitions.items() if p.rm_id == rm_id and n not in wanted]:
+            self._remove_partition(name)
+        rm.checksum = config.checksum
+        rm.policy_group = policy_group
+        self.configs[policy_group] = config
+
+    def _remove_partition(self, name: str) -> None:
+        partition = self.partitions.pop(name)
+        partition.fail_all("PartitionRemoved")
+        for node_id in list(partition.nodes):
+            partition.remove_node(node_id)
+        self._flush(partition)
+
+    def _rm(self, rm_id: str) -> _RM:
+        rm = self._rms.get(rm_id)
+        if rm is None:
+            raise UnknownRMError(f"unknown resource manager {rm_id!r}: register it first")
+        return rm
+
+    def partition(self, rm_id: str, name: str) -> Partition | None:
+        return self.partitions.get(internal_name(rm_id, name))
+
+    # -- applications ------------------------------------------------------------------------------
+
+    def update_application(self, request: si.ApplicationRequest) -> None:
+        rm = self._rm(request.rm_id)
+        response = _AppResponse()
+        for add in request.new:
+            self._guard(lambda add=add: self._add_application(rm, add, response),
+                        lambda reason, add=add: response.rejected.append(si.RejectedApplication(add.application_id, reason)))
+        for remove in request.remove:
+            self._guard(lambda remove=remove: self._remove_application(rm, remove),
+                        lambda reason, remove=remove: response.rejected.append(
+                            si.RejectedApplication(remove.application_id, reason)))
+        self._send_app_response(rm, response)
+        self._flush_all()
+        self.on_update()
+
+    def _add_application(self, rm: _RM, add: si.AddApplicationRequest, response: _AppResponse) -> None:
+        _check(add.validate())
+        partition = self._partition_for(rm.rm_id, add.partition_name)
+        app = Application(
+            add.application_id,
+            partition.name,
+            add.queue_name,
+            add.ugi.user if add.ugi else "",
+            add.ugi.groups if add.ugi else (),
+            add.tags,
+            clock=self.clock,
+            events=self.events.app,
+            notify=partition.outbox.add_update,
+            timeouts=self.timeouts,
+            placeholder_ask=add.placeholder_ask,
+            execution_timeout_ms=add.execution_timeout_milli_seconds,
+            gang_style=add.gang_scheduling_style,
+        )
+        partition.add_application(app)
+        response.accepted.append(si.AcceptedApplication(add.application_id))
+
+    def _remove_application(self, rm: _RM, remove: si.RemoveApplicationRequest) -> None:
+        _check(remove.validate())
+        partition = self._partition_for(rm.rm_id, remove.partition_name)
+        partition.remove_application(remove.application_id)
+
+    def _partition_for(self, rm_id: str, name: str) -> Partition:
+        partition = self.partition(rm_id, name)
+        if partition is None:
+            raise PartitionError(f"unknown partition {name or DEFAULT_PARTITION!r}")
+        return partition
+
+    # -- nodes -------------------------------------------------------------------------------------
+
+    def update_node(self, request: si.NodeRequest) -> None:
+        rm = self._rm(request.rm_id)
+        accepted: list[si.AcceptedNode] = []
+        rejected: list[si.RejectedNode] = []
+        for info in request.nodes:
+            def apply(info: si.NodeInfo = info) -> None:
+                if self._node_action(rm, info):
+                    accepted.append(si.AcceptedNode(info.node_id))
+
+            self._guard(apply, lambda reason, info=info: rejected.append(si.RejectedNode(info.node_id, reason)))
+        if accepted or rejected:
+            self._callback(rm, "update_node", si.NodeResponse(rejected=tuple(rejected), accepted=tuple(accepted)))
+        self._flush_all()
+        self.on_update()
+
+    def _node_action(self, rm: _RM, info: si.NodeInfo) -> bool:
+        """Applies one node action; True when the RM expects an "accepted" answer (CREATE)."""
+        _check(info.validate())
+        action = si.NodeAction(info.action)
+        if action in (si.NodeAction.CREATE, si.NodeAction.CREATE_DRAIN):
+            partition = self._partition_for(rm.rm_id, info.attributes.get(NODE_PARTITION, ""))
+            partition.add_node(
+                info.node_id,
+                info.schedulable_resource or Resource(),
+                dict(info.attributes),
+                schedulable=action is si.NodeAction.CREATE,
+            )
+            return True
+        partition, node = self._find_node(rm.rm_id, info.node_id)
+        if action is si.NodeAction.UPDATE:
+            partition.update_node_capacity(node.node_id, info.schedulable_resource or node.total, None)
+        elif action is si.NodeAction.DRAIN_NODE:
+            partition.set_node_schedulable(node.node_id, False)
+        elif action is si.NodeAction.DRAIN_TO_SCHEDULABLE:
+            partition.set_node_schedulable(node.node_id, True)
+        elif action is si.NodeAction.DECOMISSION:
+            partition.remove_node(node.node_id)
+        else:
+            raise PartitionError(f"node {info.node_id}: unsupported action {action.name}")
+        return False
+
+    def _find_node(self, rm_id: str, node_id: str) -> tuple[Partition, Node]:
+        for partition in self._partitions_of(rm_id):
+            node = partition.nodes.get(node_id)
+            if node is not None:
+                return partition, node
+        raise PartitionError(f"unknown node {node_id}")
+
+    def _partitions_of(self, rm_id: str) -> list[Partition]:
+        with self.lock:
+            return [p for p in self.partitions.values() if p.rm_id == rm_id]
+
+    # -- asks, allocations and releases ------------------------------------------------------------
+
+    def update_allocation(self, request: si.AllocationRequest) -> None:
+        rm = self._rm(request.rm_id)
+        rejected: list[si.RejectedAllocation] = []
+        for alloc in request.allocations:
+            self._guard(
+                lambda alloc=alloc: self._update_allocation(rm, alloc),
+                lambda reason, alloc=alloc: rejected.append(
+                    si.RejectedAllocation(alloc.allocation_key, alloc.application_id, reason)
+                ),
+            )
+        releases = request.releases.allocations_to_release if request.releases else ()
+        for release in releases:
+            self._guard(
+                lambda release=release: self._release(rm, release),
+                lambda reason, release=release: rejected.append(
+                    si.RejectedAllocation(release.allocation_key, release.application_id, reason)
+                ),
+            )
+        if rejected:
+            self._callback(rm, "update_allocation", si.AllocationResponse(rejected_allocations=tuple(rejected)))
+        self._flush_all()
+        self.on_update()
+
+    def _update_allocation(self, rm: _RM, msg: si.Allocation) -> None:
+        _check(msg.validate())
+        partition = self._partition_for(rm.rm_id, msg.partition_name)
+        if msg.is_foreign:
+            partition.add_foreign(msg.allocation_key, msg.node_id, msg.resource_per_alloc or Resource())
+            return
+        tags = dict(msg.allocation_tags)
+        created = tags.get(si.CREATION_TIME, "")
+        create_time_ns = int(created) * 1_000_000_000 if created.isdigit() else self.clock.now_ns()
+        preemption = msg.preemption_policy
+        alloc = Allocation(
+            allocation_key=msg.allocation_key,
+            application_id=msg.application_id,
+            resource=msg.resource_per_alloc or Resource(),
+            priority=msg.priority,
+            create_time_ns=create_time_ns,
+            tags=tags,
+            required_node=si.required_node(tags),
+            placeholder=msg.placeholder,
+            task_group_name=msg.task_group_name,
+            originator=msg.originator,
+            allow_preempt_self=preemption.allow_preempt_self if preemption else True,
+            allow_preempt_other=preemption.allow_preempt_other if preemption else False,
+            node_id=msg.node_id,
+        )
+        partition.update_allocation(alloc)
+
+    def _release(self, rm: _RM, release: si.AllocationRelease) -> None:
+        _check(release.validate())
+        partition = self._partition_for(rm.rm_id, release.partition_name)
+        if not release.application_id:
+            partition.release_foreign(release.allocation_key)
+            return
+        partition.release(release.application_id, release.allocation_key, int(release.termination_type), release.message)
+
+    def commit_allocation(self, partition: Partition, app: Application, ask: Allocation, node: Node) -> None:
+        """Places an ask on a node and tells the RM (the scheduling cycle's commit)."""
+        partition.commit_allocation(app, ask, node)
+        rm = self._rms.get(partition.rm_id)
+        if rm is not None:
+            self._callback(rm, "update_allocation", si.AllocationResponse(new=(self._si_allocation(partition, ask),)))
+        self._flush(partition)
+
+    @staticmethod
+    def _si_allocation(partition: Partition, alloc: Allocation) -> si.Allocation:
+        return si.Allocation(
+            allocation_key=alloc.allocation_key,
+            allocation_tags=dict(alloc.tags),
+            resource_per_alloc=alloc.resource,
+            priority=alloc.priority,
+            node_id=alloc.node_id,
+            application_id=alloc.application_id,
+            partition_name=external_name(partition.name),
+            task_group_name=alloc.task_group_name,
+            placeholder=alloc.placeholder,
+        )
+
+    # -- timers --------------------------------------------------------------------------------------
+
+    def tick(self) -> None:
+        """Fires due timers in every partition (the background loop calls it every second;
+        tests call it after moving a manual clock)."""
+        for partition in list(self.partitions.values()):
+            partition.tick()
+        self._flush_all()
+
+    # -- plumbing --------------------------------------------------------------------------------------
+
+    def _guard(self, apply: Callable[[], None], reject: Callable[[str], None]) -> None:
+        """Runs one message's change; any failure becomes that message's rejection reason."""
+        try:
+            apply()
+        except (PartitionError, SchedulerError, ValueError) as err:
+            reject(str(err))
+        except Exception as err:  # a bug must not reach the RM's thread: reject and log it
+            log.exception("internal error while applying an RM message")
+            reject(f"internal error: {err}")
+
+    def _flush_all(self) -> None:
+        for partition in list(self.partitions.values()):
+            self._flush(partition)
+
+    def _flush(self, partition: Partition) -> None:
+        """Sends what the partition collected for its RM, outside of the partition's lock."""
+        with partition.lock:
+            updates, released = partition.outbox.take()
+        rm = self._rms.get(partition.rm_id)
+        if rm is None:
+            return
+        if updates:
+            updated = tuple(
+                si.UpdatedApplication(u.application_id, u.state, u.state_transition_timestamp, u.message) for u in updates
+            )
+            self._callback(rm, "update_application", si.ApplicationResponse(updated=updated))
+        if released:
+            self._callback(rm, "update_allocation", si.AllocationResponse(released=tuple(_si_release(partition, r) for r in released)))
+
+    def _send_app_response(self, rm: _RM, response: _AppResponse) -> None:
+        if response.accepted or response.rejected:
+            self._callback(
+                rm,
+                "update_application",
+                si.ApplicationResponse(rejected=tuple(response.rejected), accepted=tuple(response.accepted)),
+            )
+
+    @staticmethod
+    def _callback(rm: _RM, method: str, message: object) -> None:
+        try:
+            getattr(rm.callback, method)(message)
+        except Exception:  # the RM's own failure must not stop the scheduler
+            log.exception("RM %s callback %s failed", rm.rm_id, method)
+
+    def stop(self) -> None:
+        self.event_system.stop()
+
+
+@dataclass
+class _AppResponse:
+    accepted: list[si.AcceptedApplication] = field(default_factory=list)
+    rejected: list[si.RejectedApplication] = field(default_factory=list)
+
+
+def _check(reason: str | None) -> None:
+    """A message that is malformed on its own is rejected with its own reason."""
+    if reason:
+        raise PartitionError(reason)
+
+
+def _si_release(partition: Partition, released: Released) -> si.AllocationRelease:
+    return si.AllocationRelease(
+        partition_name=external_name(partition.name),
+        application_id=released.application_id,
+        termination_type=si.TerminationType(released.termination_type),
+        message=released.message,
+        allocation_key=released.allocation_key,
+    )
