@@ -9,9 +9,11 @@
 //! - [`store`]: ring + interners: insert, resize, batch body, NDJSON.
 //! - [`pipeline`]: the concurrent event pipeline: non-blocking add, a consumer thread, flush,
 //!   and stream subscriptions over the ring.
+//! - [`nodes`]: the node index: nodes ordered by (score, id), incremental re-scoring.
 
 pub mod error;
 pub mod interner;
+pub mod nodes;
 pub mod payload;
 pub mod pipeline;
 pub mod record;

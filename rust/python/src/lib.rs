@@ -6,6 +6,7 @@
 
 mod errors;
 mod event_store;
+mod node_index;
 
 use pyo3::prelude::*;
 
@@ -14,6 +15,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<event_store::EventStore>()?;
     m.add_class::<event_store::Subscription>()?;
+    m.add_class::<node_index::NodeIndex>()?;
     errors::register(m)?;
     Ok(())
 }
