@@ -100,8 +100,12 @@ def test_validation_errors_each_on_their_own_line(tmp_path: Path) -> None:
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 2
-    assert lines[0].startswith("partitions[0].queues[0].resources: ") and "root queue may not have resources" in lines[0]
-    assert lines[1].startswith("partitions[0].queues[0].queues[0].name: ") and "invalid queue name 'bad name'" in lines[1]
+    assert (
+        lines[0].startswith("partitions[0].queues[0].resources: ") and "root queue may not have resources" in lines[0]
+    )
+    assert (
+        lines[1].startswith("partitions[0].queues[0].queues[0].name: ") and "invalid queue name 'bad name'" in lines[1]
+    )
 
 
 def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:

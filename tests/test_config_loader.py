@@ -132,7 +132,9 @@ def test_full_config_is_parsed() -> None:
     config = parse_and_validate(FULL_CONFIG)
     (partition,) = config.partitions
     assert partition.name == "default"
-    assert partition.node_sort_policy == NodeSortPolicyConfig(type="binpacking", resource_weights={"vcore": 4.0, "memory": 1.0})
+    assert partition.node_sort_policy == NodeSortPolicyConfig(
+        type="binpacking", resource_weights={"vcore": 4.0, "memory": 1.0}
+    )
     assert partition.preemption == PreemptionConfig(enabled=True, quota_preemption_enabled=False)
     assert partition.user_group_resolver.type == "os"
 
@@ -238,11 +240,15 @@ def test_rule_names_filter_types_and_fixed_values_are_lower_cased() -> None:
 
 
 def test_root_is_inserted_above_a_single_non_root_queue() -> None:
-    root = load("""
+    root = (
+        load("""
         partitions:
           - queues:
               - name: a
-    """).partitions[0].queues
+    """)
+        .partitions[0]
+        .queues
+    )
     assert root.name == "root" and root.parent
     assert [q.name for q in root.queues] == ["a"]
     # Sources stay the places in the file.
@@ -251,25 +257,33 @@ def test_root_is_inserted_above_a_single_non_root_queue() -> None:
 
 
 def test_several_top_level_queues_are_wrapped_under_root() -> None:
-    root = load("""
+    root = (
+        load("""
         partitions:
           - queues:
               - name: a
               - name: b
               - name: root
-    """).partitions[0].queues
+    """)
+        .partitions[0]
+        .queues
+    )
     # As in YuniKorn, a top-level "root" beside other queues becomes root.root.
     assert [q.name for q in root.queues] == ["a", "b", "root"]
     assert [q.source for q in root.queues] == [f"partitions[0].queues[{i}]" for i in range(3)]
 
 
 def test_explicit_root_is_always_a_parent() -> None:
-    root = load("""
+    root = (
+        load("""
         partitions:
           - queues:
               - name: root
                 parent: false
-    """).partitions[0].queues
+    """)
+        .partitions[0]
+        .queues
+    )
     assert root.parent and root.queues == ()
 
 
@@ -402,16 +416,25 @@ def test_null_resource_map_is_unset_and_empty_map_is_set() -> None:
     [
         ("statedumpfilepath: /tmp/x\npartitions: [{queues: []}]", "statedumpfilepath"),
         ("partitions: [{queues: [], statedumpfilepath: /tmp/x}]", "partitions[0].statedumpfilepath"),
-        ("partitions: [{queues: [{name: root, queues: [{name: a, color: red}]}]}]", "partitions[0].queues[0].queues[0].color"),
+        (
+            "partitions: [{queues: [{name: root, queues: [{name: a, color: red}]}]}]",
+            "partitions[0].queues[0].queues[0].color",
+        ),
         (
             "partitions: [{queues: [{name: root, queues: [{name: a}, {name: b, queues: [{name: c, x: 1}]}]}]}]",
             "partitions[0].queues[0].queues[1].queues[0].x",
         ),
         ("partitions: [{queues: [{name: a, resources: {min: {memory: 1}}}]}]", "partitions[0].queues[0].resources.min"),
-        ("partitions: [{queues: [{name: a, childtemplate: {parent: true}}]}]", "partitions[0].queues[0].childtemplate.parent"),
+        (
+            "partitions: [{queues: [{name: a, childtemplate: {parent: true}}]}]",
+            "partitions[0].queues[0].childtemplate.parent",
+        ),
         ("partitions: [{queues: [{name: a, limits: [{user: [u]}]}]}]", "partitions[0].queues[0].limits[0].user"),
         ("partitions: [{queues: [], limits: [{users: [u], maxapps: 1}]}]", "partitions[0].limits[0].maxapps"),
-        ("partitions: [{queues: [], placementrules: [{name: user, queue: x}]}]", "partitions[0].placementrules[0].queue"),
+        (
+            "partitions: [{queues: [], placementrules: [{name: user, queue: x}]}]",
+            "partitions[0].placementrules[0].queue",
+        ),
         (
             "partitions: [{queues: [], placementrules: [{name: user, parent: {name: fixed, valeu: x}}]}]",
             "partitions[0].placementrules[0].parent.valeu",
@@ -451,7 +474,10 @@ def test_unknown_key_error_has_line_number() -> None:
         ("partitions: []\npartitions: []\n", "partitions"),
         ("partitions:\n  - name: a\n    name: b\n    queues: []\n", "partitions[0].name"),
         ("partitions: [{queues: [{name: a, properties: {x: 1, x: 2}}]}]", "partitions[0].queues[0].properties.x"),
-        ("partitions: [{queues: [{name: a, resources: {max: {memory: 1, memory: 2}}}]}]", "partitions[0].queues[0].resources.max.memory"),
+        (
+            "partitions: [{queues: [{name: a, resources: {max: {memory: 1, memory: 2}}}]}]",
+            "partitions[0].queues[0].resources.max.memory",
+        ),
     ],
 )
 def test_duplicate_keys_are_errors(text: str, path: str) -> None:
@@ -493,13 +519,29 @@ def test_type_errors_name_their_path(field: str, value: str, fragment: str) -> N
 @pytest.mark.parametrize(
     ("text", "path", "fragment"),
     [
-        ("partitions: [{queues: [], nodesortpolicy: {resourceweights: {vcore: high}}}]", "partitions[0].nodesortpolicy.resourceweights.vcore", "expected a number"),
-        ("partitions: [{queues: [], limits: [{users: bob, maxapplications: 1}]}]", "partitions[0].limits[0].users", "expected a list"),
-        ("partitions: [{queues: [], preemption: {enabled: sometimes}}]", "partitions[0].preemption.enabled", "expected true or false"),
+        (
+            "partitions: [{queues: [], nodesortpolicy: {resourceweights: {vcore: high}}}]",
+            "partitions[0].nodesortpolicy.resourceweights.vcore",
+            "expected a number",
+        ),
+        (
+            "partitions: [{queues: [], limits: [{users: bob, maxapplications: 1}]}]",
+            "partitions[0].limits[0].users",
+            "expected a list",
+        ),
+        (
+            "partitions: [{queues: [], preemption: {enabled: sometimes}}]",
+            "partitions[0].preemption.enabled",
+            "expected true or false",
+        ),
         ("partitions: [{queues: [], placementrules: {name: user}}]", "partitions[0].placementrules", "expected a list"),
         ("partitions: {name: default}", "partitions", "expected a list"),
         ("partitions: [[]]", "partitions[0]", "expected a mapping"),
-        ("partitions: [{queues: [{name: a, properties: {x: [1]}}]}]", "partitions[0].queues[0].properties.x", "expected a string"),
+        (
+            "partitions: [{queues: [{name: a, properties: {x: [1]}}]}]",
+            "partitions[0].queues[0].properties.x",
+            "expected a string",
+        ),
     ],
 )
 def test_more_type_errors(text: str, path: str, fragment: str) -> None:
@@ -548,7 +590,19 @@ def test_every_structural_error_is_reported_at_once() -> None:
 # -- YAML features and scalars ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("value", "expected"), [("true", True), ("True", True), ("yes", True), ("on", True), ("false", False), ("No", False), ("off", False), ("~", False)])
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("true", True),
+        ("True", True),
+        ("yes", True),
+        ("on", True),
+        ("false", False),
+        ("No", False),
+        ("off", False),
+        ("~", False),
+    ],
+)
 def test_boolean_spellings(value: str, expected: bool) -> None:
     assert one_queue(f"- {{name: q, parent: {value}}}\n").parent is expected
 
@@ -599,7 +653,9 @@ def test_optional_sections_default() -> None:
     partition = load("partitions: [{queues: []}]").partitions[0]
     assert partition.placement_rules == ()
     assert partition.effective_placement_rules == (PlacementRuleConfig(name="provided", create=False),)
-    assert partition.node_sort_policy == NodeSortPolicyConfig(type="fair", resource_weights={"vcore": 1.0, "memory": 1.0})
+    assert partition.node_sort_policy == NodeSortPolicyConfig(
+        type="fair", resource_weights={"vcore": 1.0, "memory": 1.0}
+    )
     assert partition.preemption == PreemptionConfig(enabled=True, quota_preemption_enabled=False)
     assert partition.user_group_resolver.type == ""
     assert partition.limits == ()
@@ -621,12 +677,18 @@ def test_partial_sections_keep_the_other_defaults() -> None:
 def test_empty_resource_weights_mean_the_default_weights() -> None:
     partition = load("partitions: [{queues: [], nodesortpolicy: {type: fair, resourceweights: {}}}]").partitions[0]
     assert partition.node_sort_policy.resource_weights == {"vcore": 1.0, "memory": 1.0}
-    partition = load("partitions: [{queues: [], nodesortpolicy: {resourceweights: {vcore: 2, nvidia.com/gpu: 0.5}}}]").partitions[0]
+    partition = load(
+        "partitions: [{queues: [], nodesortpolicy: {resourceweights: {vcore: 2, nvidia.com/gpu: 0.5}}}]"
+    ).partitions[0]
     assert partition.node_sort_policy.resource_weights == {"vcore": 2.0, "nvidia.com/gpu": 0.5}
 
 
 def test_filter_without_type_allows() -> None:
-    rule = load("partitions: [{queues: [], placementrules: [{name: user, filter: {users: [a, b]}}]}]").partitions[0].placement_rules[0]
+    rule = (
+        load("partitions: [{queues: [], placementrules: [{name: user, filter: {users: [a, b]}}]}]")
+        .partitions[0]
+        .placement_rules[0]
+    )
     assert rule.filter == FilterConfig(type="allow", users=("a", "b"))
 
 

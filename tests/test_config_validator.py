@@ -108,7 +108,11 @@ def test_realistic_full_config_is_valid() -> None:
 
 
 def test_minimal_configs_are_valid() -> None:
-    for text in ("", "partitions: [{queues: []}]", "partitions: [{name: a, queues: [{name: x}]}, {name: b, queues: []}]"):
+    for text in (
+        "",
+        "partitions: [{queues: []}]",
+        "partitions: [{name: a, queues: [{name: x}]}, {name: b, queues: []}]",
+    ):
         assert validate(load_config(text)) == []
 
 
@@ -116,12 +120,15 @@ def test_programmatic_config_without_sources_validates() -> None:
     root = QueueConfig(name="root", parent=True, queues=(QueueConfig(name="Bad Name"),))
     errors = validate(SchedulerConfig(partitions=(PartitionConfig(name="default", queues=root),)))
     assert errors == [
-        "name: invalid queue name 'Bad Name' under root: a name has 1 to 64 characters among letters, digits and _ : # / @ -"
+        "name: invalid queue name 'Bad Name' under root: "
+        "a name has 1 to 64 characters among letters, digits and _ : # / @ -"
     ]
 
 
 def test_all_errors_are_collected() -> None:
-    errors = errors_of(tree("""\
+    errors = errors_of(
+        tree(
+            """\
         - name: a
           maxapplications: 5
           resources: {guaranteed: {memory: 10}, max: {memory: 5}}
@@ -129,7 +136,10 @@ def test_all_errors_are_collected() -> None:
           queues:
             - {name: "bad name", maxapplications: 3}
             - {name: b, maxapplications: 9}
-    """, extra="nodesortpolicy: {type: random}\n"))
+    """,
+            extra="nodesortpolicy: {type: random}\n",
+        )
+    )
     assert len(errors) == 5
     assert_error(errors, "partitions[0].queues[0].queues[0].resources.guaranteed", "larger than its max")
     assert_error(errors, "partitions[0].queues[0].queues[0].submitacl", "multiple spaces")
@@ -140,7 +150,10 @@ def test_all_errors_are_collected() -> None:
 
 def test_parse_and_validate_raises_with_every_error() -> None:
     with pytest.raises(ConfigValidationError) as info:
-        parse_and_validate("partitions: [{name: a, queues: []}, {name: A, queues: []}, {name: b, queues: [], nodesortpolicy: {type: x}}]")
+        parse_and_validate(
+            "partitions: [{name: a, queues: []}, {name: A, queues: []},"
+            " {name: b, queues: [], nodesortpolicy: {type: x}}]"
+        )
     assert len(info.value.errors) == 2
     assert isinstance(info.value, ConfigError)
     with pytest.raises(ConfigValidationError):
@@ -175,26 +188,36 @@ def test_root_with_empty_resources_section_is_fine() -> None:
 
 def test_guaranteed_must_fit_own_max() -> None:
     errors = errors_of(tree("- {name: a, resources: {guaranteed: {memory: 2G, vcore: 1}, max: {memory: 1G}}}\n"))
-    assert_error(errors, "partitions[0].queues[0].queues[0].resources.guaranteed", "queue root.a", "larger than its max")
+    assert_error(
+        errors, "partitions[0].queues[0].queues[0].resources.guaranteed", "queue root.a", "larger than its max"
+    )
     # A type missing from max is unlimited.
     assert errors_of(tree("- {name: a, resources: {guaranteed: {vcore: 100}, max: {memory: 1G}}}\n")) == []
 
 
 def test_child_max_must_fit_parent_max() -> None:
-    errors = errors_of(tree("""\
+    errors = errors_of(
+        tree("""\
         - name: a
           resources: {max: {memory: 10G}}
           queues:
             - {name: ok, resources: {max: {memory: 10G, vcore: 100}}}
             - {name: big, resources: {max: {memory: 11G}}}
-    """))
+    """)
+    )
     assert len(errors) == 1
-    assert_error(errors, "partitions[0].queues[0].queues[0].queues[1].resources.max", "queue root.a.big", "larger than the max of its parent")
+    assert_error(
+        errors,
+        "partitions[0].queues[0].queues[0].queues[1].resources.max",
+        "queue root.a.big",
+        "larger than the max of its parent",
+    )
 
 
 def test_child_max_must_fit_an_inherited_max() -> None:
     # root.a sets max memory; root.a.b has none; root.a.b.c may not exceed root.a's.
-    errors = errors_of(tree("""\
+    errors = errors_of(
+        tree("""\
         - name: a
           resources: {max: {memory: 10G, vcore: 10}}
           queues:
@@ -202,36 +225,48 @@ def test_child_max_must_fit_an_inherited_max() -> None:
               resources: {max: {vcore: 5}}
               queues:
                 - {name: c, resources: {max: {memory: 20G, vcore: 5}}}
-    """))
+    """)
+    )
     assert_error(errors, "partitions[0].queues[0].queues[0].queues[0].queues[0].resources.max", "queue root.a.b.c")
 
 
 def test_children_guaranteed_sum_must_fit_parent_guaranteed() -> None:
-    errors = errors_of(tree("""\
+    errors = errors_of(
+        tree("""\
         - name: a
           resources: {guaranteed: {memory: 10G}}
           queues:
             - {name: x, resources: {guaranteed: {memory: 6G, vcore: 100}}}
             - {name: y, resources: {guaranteed: {memory: 5G}}}
-    """))
+    """)
+    )
     assert len(errors) == 1
-    assert_error(errors, "partitions[0].queues[0].queues[0].resources.guaranteed", "queue root.a", "smaller than the sum", "memory: 11000000000")
+    assert_error(
+        errors,
+        "partitions[0].queues[0].queues[0].resources.guaranteed",
+        "queue root.a",
+        "smaller than the sum",
+        "memory: 11000000000",
+    )
 
 
 def test_children_guaranteed_sum_must_fit_parent_max() -> None:
-    errors = errors_of(tree("""\
+    errors = errors_of(
+        tree("""\
         - name: a
           resources: {max: {memory: 10G}}
           queues:
             - {name: x, resources: {guaranteed: {memory: 6G}}}
             - {name: y, resources: {guaranteed: {memory: 6G}}}
-    """))
+    """)
+    )
     assert_error(errors, "partitions[0].queues[0].queues[0].resources.max", "queue root.a", "smaller than the sum")
 
 
 def test_guaranteed_without_parent_guaranteed_is_passed_up() -> None:
     # root.a has no guaranteed: its children's sum counts against root.a's parent.
-    errors = errors_of(tree("""\
+    errors = errors_of(
+        tree("""\
         - name: p
           resources: {guaranteed: {memory: 4G}}
           queues:
@@ -239,7 +274,8 @@ def test_guaranteed_without_parent_guaranteed_is_passed_up() -> None:
               queues:
                 - {name: x, resources: {guaranteed: {memory: 3G}}}
                 - {name: y, resources: {guaranteed: {memory: 3G}}}
-    """))
+    """)
+    )
     assert_error(errors, "partitions[0].queues[0].queues[0].resources.guaranteed", "queue root.p")
 
 
@@ -247,17 +283,28 @@ def test_guaranteed_without_parent_guaranteed_is_passed_up() -> None:
 
 
 def test_parent_max_applications_must_cover_each_child() -> None:
-    errors = errors_of(tree("""\
+    errors = errors_of(
+        tree("""\
         - name: a
           maxapplications: 10
           queues:
             - {name: same, maxapplications: 10}
             - {name: more, maxapplications: 11}
             - {name: unlimited}
-    """))
+    """)
+    )
     assert len(errors) == 2
-    assert_error(errors, "partitions[0].queues[0].queues[0].queues[1].maxapplications", "11 is larger than its parent root.a maxapplications 10")
-    assert_error(errors, "partitions[0].queues[0].queues[0].queues[2].maxapplications", "no maxapplications (unlimited)", "allows 10")
+    assert_error(
+        errors,
+        "partitions[0].queues[0].queues[0].queues[1].maxapplications",
+        "11 is larger than its parent root.a maxapplications 10",
+    )
+    assert_error(
+        errors,
+        "partitions[0].queues[0].queues[0].queues[2].maxapplications",
+        "no maxapplications (unlimited)",
+        "allows 10",
+    )
 
 
 def test_unlimited_parent_allows_any_child() -> None:
@@ -284,19 +331,28 @@ def test_invalid_queue_names(name: str) -> None:
 
 
 def test_queue_names_are_unique_per_level_case_insensitively() -> None:
-    errors = errors_of(tree("""\
+    errors = errors_of(
+        tree("""\
         - {name: Team}
         - {name: other, queues: [{name: team}]}
         - {name: TEAM}
-    """))
+    """)
+    )
     assert len(errors) == 1
-    assert_error(errors, "partitions[0].queues[0].queues[2].name", "duplicate queue name 'team' under root", "partitions[0].queues[0].queues[0]")
+    assert_error(
+        errors,
+        "partitions[0].queues[0].queues[2].name",
+        "duplicate queue name 'team' under root",
+        "partitions[0].queues[0].queues[0]",
+    )
 
 
 # -- ACLs ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("acl", ["*", "", "user1", "user1,user2", "user1,user2 group1,group2", " group1", "user1 ", " *", "u1 *"])
+@pytest.mark.parametrize(
+    "acl", ["*", "", "user1", "user1,user2", "user1,user2 group1,group2", " group1", "user1 ", " *", "u1 *"]
+)
 def test_valid_acls(acl: str) -> None:
     assert errors_of(tree(f'- {{name: a, submitacl: "{acl}", adminacl: "{acl}"}}\n')) == []
 
@@ -318,7 +374,9 @@ def test_acl_parse_forms() -> None:
     assert ACL.parse(" g1") == ACL(groups=frozenset({"g1"}))
     assert ACL.parse("user1 ") == ACL(users=frozenset({"user1"}))
     # Invalid names are ignored, as YuniKorn does.
-    assert ACL.parse("1bad,ok@example.com g-ok,g@bad") == ACL(users=frozenset({"ok@example.com"}), groups=frozenset({"g-ok"}))
+    assert ACL.parse("1bad,ok@example.com g-ok,g@bad") == ACL(
+        users=frozenset({"ok@example.com"}), groups=frozenset({"g-ok"})
+    )
     with pytest.raises(ConfigError, match="multiple spaces"):
         ACL.parse("a b c")
 
@@ -339,7 +397,14 @@ def test_acl_allows() -> None:
 
 def limits_errors(limits_yaml: str, queue_extra: str = "") -> list[str]:
     """Errors of root.a with the given limits list (and extra queue keys)."""
-    return errors_of(tree(f"- name: a\n{textwrap.indent(textwrap.dedent(queue_extra), '  ')}  limits:\n{textwrap.indent(textwrap.dedent(limits_yaml), '    ')}"))
+    return errors_of(
+        tree(
+            "- name: a\n"
+            + textwrap.indent(textwrap.dedent(queue_extra), "  ")
+            + "  limits:\n"
+            + textwrap.indent(textwrap.dedent(limits_yaml), "    ")
+        )
+    )
 
 
 LIMITS = "partitions[0].queues[0].queues[0].limits"
@@ -363,7 +428,10 @@ def test_limit_names_must_be_valid(entry: str, path: str, fragment: str) -> None
 
 
 def test_valid_limit_names() -> None:
-    assert limits_errors("- {users: [alice, bob@example.com, svc$, _x.y-z], groups: [dev, g:1.x], maxapplications: 1}\n") == []
+    assert (
+        limits_errors("- {users: [alice, bob@example.com, svc$, _x.y-z], groups: [dev, g:1.x], maxapplications: 1}\n")
+        == []
+    )
 
 
 def test_user_or_group_at_most_once_per_queue() -> None:
@@ -394,7 +462,9 @@ def test_a_lone_wildcard_group_limit_is_rejected() -> None:
     assert limits_errors("- {users: ['*'], maxapplications: 1}\n") == []
 
 
-@pytest.mark.parametrize("entry", ["{users: [a]}", "{users: [a], maxresources: {}}", "{users: [a], maxapplications: 0}"])
+@pytest.mark.parametrize(
+    "entry", ["{users: [a]}", "{users: [a], maxresources: {}}", "{users: [a], maxapplications: 0}"]
+)
 def test_limit_may_not_be_empty(entry: str) -> None:
     assert_error(limits_errors(f"- {entry}\n"), f"{LIMITS}[0]", "the limit is empty")
 
@@ -420,8 +490,12 @@ def test_limit_within_queue_max_applications_and_max() -> None:
 
 def test_root_limits_are_not_checked_against_a_max() -> None:
     assert errors_of("partitions: [{queues: [], limits: [{users: [a], maxresources: {memory: 1P}}]}]") == []
-    errors = errors_of("partitions: [{queues: [{name: root, maxapplications: 5}], limits: [{users: [a], maxapplications: 6}]}]")
-    assert_error(errors, "partitions[0].limits[0].maxapplications", "queue root", "larger than the queue maxapplications 5")
+    errors = errors_of(
+        "partitions: [{queues: [{name: root, maxapplications: 5}], limits: [{users: [a], maxapplications: 6}]}]"
+    )
+    assert_error(
+        errors, "partitions[0].limits[0].maxapplications", "queue root", "larger than the queue maxapplications 5"
+    )
 
 
 def test_partition_limits_are_checked_with_their_own_path() -> None:
@@ -431,7 +505,8 @@ def test_partition_limits_are_checked_with_their_own_path() -> None:
 
 
 def test_limit_may_not_exceed_an_ancestor_limit() -> None:
-    errors = errors_of(tree("""\
+    errors = errors_of(
+        tree("""\
         - name: a
           limits:
             - {users: [alice], groups: [dev], maxresources: {memory: 10G}, maxapplications: 5}
@@ -440,7 +515,8 @@ def test_limit_may_not_exceed_an_ancestor_limit() -> None:
               limits:
                 - {users: [alice], maxresources: {memory: 20G}, maxapplications: 6}
                 - {groups: [dev], maxresources: {memory: 5G}}
-    """))
+    """)
+    )
     child = "partitions[0].queues[0].queues[0].queues[0].limits"
     assert_error(errors, f"{child}[0].maxresources", "user 'alice'", "set on root.a")
     assert_error(errors, f"{child}[0].maxapplications", "user 'alice' maxapplications 6", "limit 5 set on root.a")
@@ -451,20 +527,27 @@ def test_limit_may_not_exceed_an_ancestor_limit() -> None:
 
 def test_ancestor_limits_are_inherited_through_every_level() -> None:
     # root (partition limit) -> a (limit for someone else) -> b: bob is still bound by root's limit.
-    errors = errors_of(tree("""\
+    errors = errors_of(
+        tree(
+            """\
         - name: a
           limits: [{users: [carol], maxapplications: 1}]
           queues:
             - name: b
               limits: [{users: [bob], maxapplications: 9, maxresources: {vcore: 200}}]
-    """, extra="limits: [{users: [bob], maxapplications: 3, maxresources: {vcore: 100}}]\n"))
+    """,
+            extra="limits: [{users: [bob], maxapplications: 3, maxresources: {vcore: 100}}]\n",
+        )
+    )
     path = "partitions[0].queues[0].queues[0].queues[0].limits[0]"
     assert_error(errors, f"{path}.maxapplications", "user 'bob'", "limit 3 set on root")
     assert_error(errors, f"{path}.maxresources", "user 'bob'", "set on root")
 
 
 def test_smaller_descendant_limits_are_fine() -> None:
-    assert errors_of(tree("""\
+    assert (
+        errors_of(
+            tree("""\
         - name: a
           limits: [{users: [bob], groups: [dev], maxapplications: 5, maxresources: {memory: 10G}}]
           queues:
@@ -473,13 +556,18 @@ def test_smaller_descendant_limits_are_fine() -> None:
               queues:
                 - name: c
                   limits: [{users: [bob], maxapplications: 1, maxresources: {memory: 1G}}]
-    """)) == []
+    """)
+        )
+        == []
+    )
 
 
 # -- placement rules ----------------------------------------------------------------------------
 
 
-def rules_errors(rules_yaml: str, queues_yaml: str = "- {name: leaf}\n- {name: parent, parent: true, queues: [{name: inner}]}\n") -> list[str]:
+def rules_errors(
+    rules_yaml: str, queues_yaml: str = "- {name: leaf}\n- {name: parent, parent: true, queues: [{name: inner}]}\n"
+) -> list[str]:
     return errors_of(tree(queues_yaml, extra="placementrules:\n" + textwrap.indent(textwrap.dedent(rules_yaml), "  ")))
 
 
@@ -498,10 +586,22 @@ RULES = "partitions[0].placementrules"
         ("{name: fixed, value: 'root.a b'}", f"{RULES}[0].value", "invalid queue name 'a b'"),
         ("{name: fixed, value: 'root..x'}", f"{RULES}[0].value", "invalid queue name ''"),
         ("{name: tag}", f"{RULES}[0].value", "tag rule needs the name of the tag"),
-        ("{name: fixed, value: root.parent, parent: {name: user}}", f"{RULES}[0].value", "cannot be combined with a parent rule"),
+        (
+            "{name: fixed, value: root.parent, parent: {name: user}}",
+            f"{RULES}[0].value",
+            "cannot be combined with a parent rule",
+        ),
         ("{name: user, filter: {type: maybe}}", f"{RULES}[0].filter.type", "invalid filter type 'maybe'"),
-        ("{name: user, filter: {users: ['(bad']}}", f"{RULES}[0].filter.users[0]", "neither a valid name nor a regular expression"),
-        ("{name: user, filter: {groups: ['a b']}}", f"{RULES}[0].filter.groups[0]", "neither a valid name nor a regular expression"),
+        (
+            "{name: user, filter: {users: ['(bad']}}",
+            f"{RULES}[0].filter.users[0]",
+            "neither a valid name nor a regular expression",
+        ),
+        (
+            "{name: user, filter: {groups: ['a b']}}",
+            f"{RULES}[0].filter.groups[0]",
+            "neither a valid name nor a regular expression",
+        ),
     ],
 )
 def test_rule_errors(rule: str, path: str, fragment: str) -> None:
@@ -538,15 +638,31 @@ def test_valid_rules(rule: str) -> None:
         ("{name: fixed, value: parent.nope}", "needs the queue root.parent.nope"),
         ("{name: user, parent: {name: fixed, value: missing}}", "needs the queue root.missing"),
         # cannot create below an existing leaf
-        ("{name: fixed, value: root.leaf.x, create: true}", "would create root.leaf.x below root.leaf, which is a leaf queue"),
+        (
+            "{name: fixed, value: root.leaf.x, create: true}",
+            "would create root.leaf.x below root.leaf, which is a leaf queue",
+        ),
         ("{name: fixed, value: root.leaf.x.y}", "below root.leaf, which is a leaf queue"),
         # a dynamic part below a leaf
-        ("{name: user, create: true, parent: {name: fixed, value: leaf}}", "chain fixed -> user places applications below root.leaf, which is a leaf queue"),
-        ("{name: tag, value: ns, parent: {name: user, parent: {name: fixed, value: root.leaf}}}", "fixed -> user -> tag"),
+        (
+            "{name: user, create: true, parent: {name: fixed, value: leaf}}",
+            "chain fixed -> user places applications below root.leaf, which is a leaf queue",
+        ),
+        (
+            "{name: tag, value: ns, parent: {name: user, parent: {name: fixed, value: root.leaf}}}",
+            "fixed -> user -> tag",
+        ),
     ],
 )
 def test_static_path_errors(rule: str, fragment: str) -> None:
-    errors = rules_errors(f"- {rule}\n", queues_yaml="- {name: leaf}\n- {name: parent, parent: true, queues: [{name: inner}]}\n- {name: implicit, queues: [{name: x}]}\n")
+    errors = rules_errors(
+        f"- {rule}\n",
+        queues_yaml=(
+            "- {name: leaf}\n"
+            "- {name: parent, parent: true, queues: [{name: inner}]}\n"
+            "- {name: implicit, queues: [{name: x}]}\n"
+        ),
+    )
     assert_error(errors, f"{RULES}[0]", fragment)
 
 
@@ -586,11 +702,15 @@ def test_known_node_sort_policies(policy: str) -> None:
 
 def test_unknown_node_sort_policy() -> None:
     errors = errors_of("partitions: [{queues: [], nodesortpolicy: {type: spread}}]")
-    assert_error(errors, "partitions[0].nodesortpolicy.type", "unknown node sort policy 'spread' (known: binpacking, fair)")
+    assert_error(
+        errors, "partitions[0].nodesortpolicy.type", "unknown node sort policy 'spread' (known: binpacking, fair)"
+    )
 
 
 def test_resource_weights_must_not_be_negative() -> None:
-    errors = errors_of("partitions: [{queues: [], nodesortpolicy: {resourceweights: {vcore: -0.5, memory: 0, gpu: .inf, x: .nan}}}]")
+    errors = errors_of(
+        "partitions: [{queues: [], nodesortpolicy: {resourceweights: {vcore: -0.5, memory: 0, gpu: .inf, x: .nan}}}]"
+    )
     assert len(errors) == 3
     assert_error(errors, "partitions[0].nodesortpolicy.resourceweights.vcore", "negative resource weight")
     assert_error(errors, "partitions[0].nodesortpolicy.resourceweights.gpu", "not a finite number")
@@ -610,8 +730,12 @@ def test_user_group_resolver_types(resolver: str, valid: bool) -> None:
 
 
 def test_child_template_guaranteed_must_fit_its_max() -> None:
-    errors = errors_of(tree("- {name: p, parent: true, childtemplate: {resources: {max: {memory: 1G}, guaranteed: {memory: 2G}}}}\n"))
-    assert_error(errors, "partitions[0].queues[0].queues[0].childtemplate.resources.guaranteed", "child template guaranteed")
+    errors = errors_of(
+        tree("- {name: p, parent: true, childtemplate: {resources: {max: {memory: 1G}, guaranteed: {memory: 2G}}}}\n")
+    )
+    assert_error(
+        errors, "partitions[0].queues[0].queues[0].childtemplate.resources.guaranteed", "child template guaranteed"
+    )
 
 
 # -- the model helpers the validator relies on -------------------------------------------------------

@@ -8,10 +8,12 @@
 - Typed settings built from YuniKorn-style flat string maps ("extra config"), such as
   :mod:`.event_settings`.
 
-PyYAML is only needed when a ``queues.yaml`` text is actually parsed.
+PyYAML is only needed when a ``queues.yaml`` text is actually parsed: the loader's names are
+imported on first use, so the settings modules work without it.
 """
 
-from pyscheduler.config.loader import DEFAULT_CONFIG, checksum, default_config, load_config, parse_and_validate
+from typing import TYPE_CHECKING, Any
+
 from pyscheduler.config.queues import (
     ACL,
     DEFAULT_PARTITION,
@@ -30,6 +32,21 @@ from pyscheduler.config.queues import (
     normalise_partition_name,
 )
 from pyscheduler.config.validator import ConfigValidationError, check, validate
+
+if TYPE_CHECKING:
+    from pyscheduler.config.loader import DEFAULT_CONFIG, checksum, default_config, load_config, parse_and_validate
+
+_LOADER_NAMES = frozenset({"DEFAULT_CONFIG", "checksum", "default_config", "load_config", "parse_and_validate"})
+
+
+def __getattr__(name: str) -> Any:
+    """Imports the loader (and with it PyYAML) when one of its names is first used (PEP 562)."""
+    if name in _LOADER_NAMES:
+        from pyscheduler.config import loader
+
+        return getattr(loader, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ACL",

@@ -15,8 +15,8 @@ Then it normalises as YuniKorn does (lower-cased queue names, the ``default`` pa
 the ``root`` queue inserted when missing, partition limits copied to root) and computes the
 checksum. :func:`parse_and_validate` also runs :func:`pyscheduler.config.validator.validate`.
 
-PyYAML is imported lazily so that ``pyscheduler.config`` (event settings and the model)
-stays importable where PyYAML is not installed.
+This is the only module of the package that needs PyYAML; ``pyscheduler.config`` imports it
+on first use of one of its names, so the rest of the package works without PyYAML.
 """
 
 from __future__ import annotations
@@ -26,7 +26,11 @@ import hashlib
 import re
 from collections.abc import Collection
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
+
+import yaml
+from yaml.constructor import SafeConstructor
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from pyscheduler.common.resources import Resource, ResourceError, parse_quantity
 from pyscheduler.config.queues import (
@@ -45,9 +49,6 @@ from pyscheduler.config.queues import (
     normalise_partition_name,
 )
 from pyscheduler.config.validator import ConfigValidationError, validate
-
-if TYPE_CHECKING:
-    from yaml.nodes import Node
 
 __all__ = ["DEFAULT_CONFIG", "checksum", "default_config", "load_config", "parse_and_validate"]
 
@@ -127,9 +128,10 @@ def default_config() -> SchedulerConfig:
 def load_config(text: str) -> SchedulerConfig:
     """Parses ``queues.yaml`` text strictly, without the validation rules.
 
-    An empty text (or one holding only comments, or an empty document) means :data:`DEFAULT_CONFIG`. The returned
-    config's ``checksum`` is :func:`checksum` of the text actually used; a ``checksum:`` key
-    in the file is accepted and ignored, as YuniKorn recomputes it too. Raises
+    An empty text (or one holding only comments, or an empty document) means
+    :data:`DEFAULT_CONFIG`. The returned config's ``checksum`` is :func:`checksum` of the text
+    actually used; a ``checksum:`` key in the file is accepted and ignored, as YuniKorn
+    recomputes it too. Raises
     :class:`~pyscheduler.config.validator.ConfigValidationError` listing every syntax,
     structure, type and quantity error, each naming its place in the file.
     """
@@ -138,6 +140,7 @@ def load_config(text: str) -> SchedulerConfig:
         # No document, or an empty one ("---"): nothing is configured.
         text = DEFAULT_CONFIG
         node = _compose(text)
+        assert node is not None  # DEFAULT_CONFIG is a document
     reader = _Reader()
     try:
         partitions = reader.scheduler(node)
@@ -160,11 +163,10 @@ def parse_and_validate(text: str) -> SchedulerConfig:
 
 def _compose(text: str) -> Node | None:
     """The YAML node tree of the single document in ``text`` (``None`` when it is empty)."""
-    import yaml
-
+    # libyaml's parser when PyYAML was built with it: same nodes, much faster.
     loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.compose(text, Loader=loader_class)  # type: ignore[no-any-return]
+        return yaml.compose(text, Loader=loader_class)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "document"
@@ -178,13 +180,17 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+def _is_null(node: Node) -> bool:
+    return isinstance(node, ScalarNode) and node.tag == _NULL_TAG
+
+
 def _kind(node: Node) -> str:
     """How an error names what it found instead of what it expected."""
-    if node.id == "mapping":
+    if isinstance(node, MappingNode):
         return "a mapping"
-    if node.id == "sequence":
+    if isinstance(node, SequenceNode):
         return "a list"
-    if node.tag == _NULL_TAG:
+    if _is_null(node):
         return "nothing (null)"
     return repr(node.value)
 
@@ -198,7 +204,7 @@ def _unknown_key_message(key: str, allowed: Collection[str]) -> str:
     return f"unknown key {key!r} (allowed: {', '.join(allowed)}){hint}"
 
 
-_Entries = dict[str, tuple["Node", "Node"]]
+_Entries = dict[str, tuple[Node, Node]]
 
 
 class _Reader:
@@ -221,9 +227,9 @@ class _Reader:
         ``allowed`` None accepts any key (free maps such as properties or resources). Merge
         keys (``<<: *anchor``) are expanded; keys written out override merged ones.
         """
-        if node.id == "scalar" and node.tag == _NULL_TAG:
+        if _is_null(node):
             return {}
-        if node.id != "mapping":
+        if not isinstance(node, MappingNode):
             self.fail(path, node, f"expected a mapping, got {_kind(node)}")
             return None
         entries: _Entries = {}
@@ -244,7 +250,7 @@ class _Reader:
                 continue
             entries[key] = (key_node, value_node)
         for merge in merges:
-            sources = merge.value if merge.id == "sequence" else [merge]
+            sources = merge.value if isinstance(merge, SequenceNode) else [merge]
             for source in sources:
                 merged = self.mapping(source, path, allowed) or {}
                 for key, entry in merged.items():
@@ -252,41 +258,41 @@ class _Reader:
         return entries
 
     def _key(self, node: Node, path: str) -> str | None:
-        if node.id != "scalar":
+        if not isinstance(node, ScalarNode):
             self.fail(path, node, f"mapping keys must be plain names, got {_kind(node)}")
             return None
-        return "" if node.tag == _NULL_TAG else str(node.value)
+        return "" if _is_null(node) else str(node.value)
 
     def sequence(self, node: Node, path: str) -> list[tuple[Node, str]]:
         """The items of a list with their paths; null is the empty list."""
-        if node.id == "scalar" and node.tag == _NULL_TAG:
+        if _is_null(node):
             return []
-        if node.id != "sequence":
+        if not isinstance(node, SequenceNode):
             self.fail(path, node, f"expected a list, got {_kind(node)}")
             return []
         return [(item, f"{path}[{i}]") for i, item in enumerate(node.value)]
 
     def string(self, node: Node, path: str) -> str | None:
         """A scalar's source text (Go decodes any scalar into a string); null is ``""``."""
-        if node.id != "scalar":
+        if not isinstance(node, ScalarNode):
             self.fail(path, node, f"expected a string, got {_kind(node)}")
             return None
-        return "" if node.tag == _NULL_TAG else str(node.value)
+        return "" if _is_null(node) else str(node.value)
 
     def boolean(self, node: Node, path: str, default: bool) -> bool:
         """``true``/``false`` (YAML 1.1 spellings such as ``yes`` too); null is ``default``."""
-        if node.id == "scalar" and node.tag == _NULL_TAG:
+        if _is_null(node):
             return default
-        if node.id == "scalar" and node.tag == _BOOL_TAG:
+        if isinstance(node, ScalarNode) and node.tag == _BOOL_TAG:
             return str(node.value).lower() in ("true", "yes", "on")
         self.fail(path, node, f"expected true or false, got {_kind(node)}")
         return default
 
     def uint(self, node: Node, path: str) -> int:
         """A non-negative decimal integer (Go ``uint64``); null is 0."""
-        if node.id == "scalar" and node.tag == _NULL_TAG:
+        if _is_null(node):
             return 0
-        if node.id == "scalar" and node.tag == _INT_TAG and _DECIMAL.fullmatch(str(node.value)):
+        if isinstance(node, ScalarNode) and node.tag == _INT_TAG and _DECIMAL.fullmatch(str(node.value)):
             value = int(str(node.value), 10)
             if value <= _UINT64_MAX:
                 return value
@@ -297,9 +303,8 @@ class _Reader:
 
     def number(self, node: Node, path: str) -> float | None:
         """A YAML int or float scalar as a float; ``None`` (reported) otherwise."""
-        if node.id == "scalar" and node.tag in (_INT_TAG, _FLOAT_TAG):
-            from yaml.constructor import SafeConstructor
-
+        if isinstance(node, ScalarNode) and node.tag in (_INT_TAG, _FLOAT_TAG):
+            # PyYAML's own constructors read every YAML spelling (1_000, .inf, 0x1F...).
             constructor = SafeConstructor()
             construct = constructor.construct_yaml_int if node.tag == _INT_TAG else constructor.construct_yaml_float
             return float(construct(node))
@@ -323,7 +328,7 @@ class _Reader:
     def resource(self, node: Node, path: str) -> Resource | None:
         """A map of quantities; null is ``None`` (not set) while ``{}`` is an empty resource."""
         entries = self.mapping(node, path, None)
-        if entries is None or (node.id == "scalar" and node.tag == _NULL_TAG):
+        if entries is None or _is_null(node):
             return None
         quantities: dict[str, int] = {}
         for name, (key_node, value_node) in entries.items():
@@ -379,7 +384,7 @@ class _Reader:
         """The partition's single ``root``, wrapping the top-level queues when needed."""
         queues_path = _join(path, "queues")
         value = entries.get("queues", (None, None))[1]
-        if value is None or (value.id == "scalar" and value.tag == _NULL_TAG):
+        if value is None or _is_null(value):
             # YuniKorn: "queue config is not set". An explicit empty list is fine (root only).
             self.fail(queues_path, value, "missing: a partition needs a queue list (at least the root queue)")
             return QueueConfig(name=ROOT_QUEUE, parent=True, source=queues_path)
@@ -439,7 +444,9 @@ class _Reader:
         path = _join(owner_path, "resources")
         entries = self.mapping(owner["resources"][1], path, _RESOURCES_KEYS) or {}
         maximum = self.resource(entries["max"][1], _join(path, "max")) if "max" in entries else None
-        guaranteed = self.resource(entries["guaranteed"][1], _join(path, "guaranteed")) if "guaranteed" in entries else None
+        guaranteed = (
+            self.resource(entries["guaranteed"][1], _join(path, "guaranteed")) if "guaranteed" in entries else None
+        )
         return ResourcesConfig(max=maximum, guaranteed=guaranteed)
 
     def limit(self, node: Node, path: str) -> LimitConfig:
@@ -498,7 +505,9 @@ class _Reader:
         weights: dict[str, float] = {}
         if "resourceweights" in entries:
             weights_path = _join(path, "resourceweights")
-            for name, (_, value_node) in (self.mapping(entries["resourceweights"][1], weights_path, None) or {}).items():
+            for name, (_, value_node) in (
+                self.mapping(entries["resourceweights"][1], weights_path, None) or {}
+            ).items():
                 weight = self.number(value_node, _join(weights_path, name))
                 if weight is not None:
                     weights[name] = weight
@@ -545,8 +554,3 @@ class _Reader:
 
     def _optional_uint(self, entries: _Entries, key: str, path: str) -> int:
         return self.uint(entries[key][1], _join(path, key)) if key in entries else 0
-
-
-def _is_null(node: Any) -> bool:
-    return bool(node.id == "scalar" and node.tag == _NULL_TAG)
-

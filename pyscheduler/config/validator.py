@@ -144,7 +144,9 @@ class _Validator:
         for partition in config.partitions:
             key = partition.name.lower()
             if key in seen:
-                self.add(_at(partition.source, "name"), f"duplicate partition name {partition.name!r} (also {seen[key]})")
+                self.add(
+                    _at(partition.source, "name"), f"duplicate partition name {partition.name!r} (also {seen[key]})"
+                )
             else:
                 seen[key] = partition.source or partition.name
             self.partition(partition)
@@ -166,7 +168,10 @@ class _Validator:
         resolver = partition.user_group_resolver.type
         if resolver not in USER_GROUP_RESOLVERS:
             known = ", ".join(repr(t) for t in sorted(USER_GROUP_RESOLVERS))
-            self.add(_at(partition.source, "usergroupresolver.type"), f"unknown user group resolver {resolver!r} (known: {known})")
+            self.add(
+                _at(partition.source, "usergroupresolver.type"),
+                f"unknown user group resolver {resolver!r} (known: {known})",
+            )
 
     # -- queue structure -------------------------------------------------------------------
 
@@ -185,7 +190,8 @@ class _Validator:
             if guaranteed is not None and maximum is not None and not guaranteed.fits_in_max_undef(maximum):
                 self.add(
                     _at(template.source, "resources.guaranteed"),
-                    f"queue {path}: child template guaranteed {_fmt(guaranteed)} is larger than its max {_fmt(maximum)}",
+                    f"queue {path}: child template guaranteed {_fmt(guaranteed)} is larger than its max "
+                    f"{_fmt(maximum)}",
                 )
         seen: dict[str, str] = {}
         for child in queue.queues:
@@ -203,7 +209,10 @@ class _Validator:
             )
         # Names are already lower-cased, so this is YuniKorn's case-insensitive uniqueness.
         if child.name in seen:
-            self.add(_at(child.source, "name"), f"duplicate queue name {child.name!r} under {parent_path} (also {seen[child.name]})")
+            self.add(
+                _at(child.source, "name"),
+                f"duplicate queue name {child.name!r} under {parent_path} (also {seen[child.name]})",
+            )
         else:
             seen[child.name] = child.source
 
@@ -311,7 +320,10 @@ class _Validator:
             if name in seen:
                 self.add(where, f"queue {path}: {kind} {name!r} already has a limit on this queue")
             elif WILDCARD in seen and name != WILDCARD:
-                self.add(where, f"queue {path}: {kind} {name!r} comes after the wildcard {kind} limit; the wildcard must be last")
+                self.add(
+                    where,
+                    f"queue {path}: {kind} {name!r} comes after the wildcard {kind} limit; the wildcard must be last",
+                )
             seen.add(name)
 
     def limit_values(self, limit: LimitConfig, queue: QueueConfig, path: str, *, is_root: bool) -> None:
@@ -358,7 +370,9 @@ class _Validator:
         for child in queue.queues:
             self.limit_hierarchy(child, f"{path}.{child.name}", own_users, own_groups)
 
-    def limit_against(self, limit: LimitConfig, kind: str, name: str, inherited: _Inherited | None, path: str) -> _Inherited:
+    def limit_against(
+        self, limit: LimitConfig, kind: str, name: str, inherited: _Inherited | None, path: str
+    ) -> _Inherited:
         """Checks one user's or group's limit against the inherited one; returns the effective one."""
         resources, applications = limit.max_resources, limit.max_applications
         if inherited is None:
@@ -376,7 +390,9 @@ class _Validator:
                 f"queue {path}: {kind} {name!r} maxapplications {shown} is larger than the limit "
                 f"{inherited.applications} set on {inherited.queue}",
             )
-        effective_apps = min(a for a in (applications, inherited.applications) if a) if applications or inherited.applications else 0
+        effective_apps = (
+            min(a for a in (applications, inherited.applications) if a) if applications or inherited.applications else 0
+        )
         return _Inherited(component_min_undef(resources, inherited.resources), effective_apps, path)
 
     # -- placement rules -------------------------------------------------------------------
@@ -414,11 +430,17 @@ class _Validator:
     def rule_filter(self, rule_filter: FilterConfig) -> None:
         if rule_filter.type not in FILTER_TYPES:
             self.add(_at(rule_filter.source, "type"), f"invalid filter type {rule_filter.type!r}: use allow or deny")
-        for key, names, pattern in (("users", rule_filter.users, USER_NAME_RE), ("groups", rule_filter.groups, GROUP_NAME_RE)):
+        for key, names, pattern in (
+            ("users", rule_filter.users, USER_NAME_RE),
+            ("groups", rule_filter.groups, GROUP_NAME_RE),
+        ):
             # A one-entry list is a name or a regexp; longer lists are names, and YuniKorn
             # ignores the entries that are not valid names.
             if len(names) == 1 and not pattern.fullmatch(names[0]) and not _is_regexp(names[0]):
-                self.add(f"{_at(rule_filter.source, key)}[0]", f"{names[0]!r} is neither a valid name nor a regular expression")
+                self.add(
+                    f"{_at(rule_filter.source, key)}[0]",
+                    f"{names[0]!r} is neither a valid name nor a regular expression",
+                )
 
     def rule_static_path(self, rule: PlacementRuleConfig, root: QueueConfig) -> None:
         """The longest static queue path of a rule chain must fit the configured queues.
@@ -448,11 +470,17 @@ class _Validator:
         result, last = _follow(static.split("."), rule.create, dynamic, root)
         where = rule.source
         if result is _PathCheck.NOT_LEAF:
-            self.add(where, f"rule chain {chain_text} places applications in {static}, a parent queue; only leaf queues hold applications")
+            self.add(
+                where,
+                f"rule chain {chain_text} places applications in {static}, a parent queue; "
+                "only leaf queues hold applications",
+            )
         elif result is _PathCheck.NOT_PARENT:
             self.add(where, f"rule chain {chain_text} places applications below {static}, which is a leaf queue")
         elif result is _PathCheck.NON_EXISTING:
-            self.add(where, f"rule chain {chain_text} needs the queue {static}, which is not configured, and create is false")
+            self.add(
+                where, f"rule chain {chain_text} needs the queue {static}, which is not configured, and create is false"
+            )
         elif result is _PathCheck.BELOW_LEAF:
             self.add(where, f"rule chain {chain_text} would create {static} below {last}, which is a leaf queue")
 
