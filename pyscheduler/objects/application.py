@@ -10,6 +10,7 @@ tests move a :class:`~pyscheduler.common.clock.ManualClock` instead of sleeping.
 
 from __future__ import annotations
 
+import bisect
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -92,11 +93,18 @@ class Application:
         self.state_log: list[tuple[AppState, int]] = [(AppState.NEW, self.submission_time_ns)]
         self.rejected_message = ""
         self.asks: dict[str, Allocation] = {}
+        #: The pending asks in scheduling order, kept sorted as asks come and go (the cycle
+        #: walks it for every allocation: re-sorting thousands of asks each time would not do).
+        self._ordered: list[tuple[tuple[int, int, str], Allocation]] = []
         self.allocations: dict[str, Allocation] = {}
         self.pending = Resource()
         self.allocated = Resource()
         self._completing_deadline: float | None = None
         self._expire_deadline: float | None = None
+        #: The last runnable verdicts (maxApplications of the queue path, user/group limits):
+        #: the cycle emits an event each time one changes.
+        self.runnable_in_queue = True
+        self.runnable_by_quota = True
         #: Set when the app entered Completed or Failed: the partition moves it aside.
         self.terminated_at_s: int | None = None
         events.new(app_id)
@@ -160,10 +168,32 @@ class Application:
 
     # -- asks ----------------------------------------------------------------------------------
 
+    def _note_create_time(self, alloc: Allocation) -> None:
+        """The submission time is the earliest of the app's creation and its asks' (or recovered
+        allocations') creation times: an RM that restarts recreates the app "now", but the
+        creationTime tag of its pods says when the work was really submitted. Caller holds the lock."""
+        if alloc.create_time_ns and alloc.create_time_ns < self.submission_time_ns:
+            self.submission_time_ns = alloc.create_time_ns
+
     def sorted_asks(self) -> list[Allocation]:
         """Pending asks: priority descending, then oldest first, then key."""
         with self.lock:
-            return sorted(self.asks.values(), key=ask_sort_key)
+            return [ask for _, ask in self._ordered]
+
+    @property
+    def max_ask_priority(self) -> int | None:
+        """The highest priority of a pending ask (app and queue sorting), None without asks."""
+        ordered = self._ordered
+        return -ordered[0][0][0] if ordered else None
+
+    def _index_ask(self, ask: Allocation) -> None:
+        bisect.insort(self._ordered, (ask_sort_key(ask), ask), key=lambda entry: entry[0])
+
+    def _unindex_ask(self, ask: Allocation) -> None:
+        key = ask_sort_key(ask)
+        i = bisect.bisect_left(self._ordered, key, key=lambda entry: entry[0])
+        if i < len(self._ordered) and self._ordered[i][1] is ask:
+            del self._ordered[i]
 
     def add_ask(self, ask: Allocation) -> None:
         """A new ask, or a new size for a pending one. A first ask (or one arriving while
@@ -172,8 +202,12 @@ class Application:
         with self.lock:
             old = self.asks.get(ask.allocation_key)
             delta = ask.resource - old.resource if old is not None else ask.resource
+            if old is not None:
+                self._unindex_ask(old)
             self.asks[ask.allocation_key] = ask
+            self._index_ask(ask)
             self.pending = self.pending + delta
+            self._note_create_time(ask)
             run = self.state in (AppState.NEW, AppState.COMPLETING)
         self.queue.inc_pending(delta)
         if run:
@@ -186,6 +220,7 @@ class Application:
             ask = self.asks.pop(key, None)
             if ask is None:
                 return None
+            self._unindex_ask(ask)
             self.pending = self.pending - ask.resource
         self.queue.dec_pending(ask.resource)
         self._events.ask_removed(self.app_id, key, ask.resource, detail)
@@ -200,7 +235,8 @@ class Application:
         in YuniKorn's order."""
         assert self.queue is not None
         with self.lock:
-            self.asks.pop(ask.allocation_key, None)
+            if self.asks.pop(ask.allocation_key, None) is not None:
+                self._unindex_ask(ask)
             ask.place(node_id, self._clock.now_ns())
             self.allocations[ask.allocation_key] = ask
             self.pending = self.pending - ask.resource
@@ -217,12 +253,25 @@ class Application:
         with self.lock:
             self.allocations[alloc.allocation_key] = alloc
             self.allocated = self.allocated + alloc.resource
+            self._note_create_time(alloc)
         self.queue.inc_allocated(alloc.resource)
         if self.state is AppState.NEW:
             self.handle(AppEvent.RUN)
         self._run_after_allocation()
         on_usage(alloc)
         self._events.allocation_added(self.app_id, alloc.allocation_key, alloc.resource)
+
+    def resize_allocation(self, key: str, resource: Resource) -> Resource:
+        """The RM changed the size of a placed allocation: the application and its queues follow
+        (unchecked, like a recovery: the pod already runs). Returns the change (new - old)."""
+        assert self.queue is not None
+        with self.lock:
+            alloc = self.allocations[key]
+            delta = resource - alloc.resource
+            alloc.resource = resource
+            self.allocated = self.allocated + delta
+        self.queue.inc_allocated(delta)
+        return delta
 
     def _run_after_allocation(self) -> None:
         if self.state in (AppState.ACCEPTED, AppState.COMPLETING):

@@ -121,6 +121,15 @@ class Node:
         self._changed()
         return alloc
 
+    def resize_allocation(self, allocation_key: str, delta: Resource) -> None:
+        """An allocation on this node changed size by ``delta`` (the RM resized a running pod);
+        its application resizes the allocation itself."""
+        with self.lock:
+            if allocation_key not in self.allocations:
+                return
+            self._allocated = self._allocated + delta
+        self._changed()
+
     def set_capacity(self, capacity: Resource) -> Resource:
         """Returns the change (new - old) so the partition can adjust its total."""
         with self.lock:

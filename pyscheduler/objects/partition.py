@@ -17,13 +17,15 @@ from pyscheduler.common.clock import Clock
 from pyscheduler.common.resources import Resource
 from pyscheduler.events.types import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
-from pyscheduler.objects.application import Application, AppTimeouts, StateUpdate
+from pyscheduler.objects.application import RUNNING_STATES, Application, AppTimeouts, StateUpdate
 from pyscheduler.objects.application_state import TERMINAL_STATES, AppEvent, AppState
 from pyscheduler.objects.node import Node
 from pyscheduler.objects.object_events import ObjectEvents
 from pyscheduler.objects.queue import ObjectState, Queue, QueueSettings
+from pyscheduler.objects.reservation import Reservations
 from pyscheduler.objects.ugm import UserGroupManager
-from pyscheduler.policies.placement import PlacementManager, PlacementRejected, RuleSpec
+from pyscheduler.policies.node_ordering import NodeOrdering, make_node_ordering
+from pyscheduler.policies.placement import PlacementManager, PlacementRejected
 
 __all__ = ["Partition", "PartitionError", "Released", "TERMINATION_DETAIL"]
 
@@ -80,6 +82,7 @@ class Partition:
         clock: Clock,
         events: ObjectEvents,
         timeouts: AppTimeouts | None = None,
+        native_node_ordering: bool = True,
     ) -> None:
         self.name = name
         self.rm_id = rm_id
@@ -99,6 +102,8 @@ class Partition:
         self.ugm = UserGroupManager(events.ugm)
         self.node_sort_policy = "fair"
         self.resource_weights: dict[str, float] = {"vcore": 1.0, "memory": 1.0}
+        self.node_ordering: NodeOrdering = make_node_ordering(native=native_node_ordering)
+        self.reservations = Reservations(events.node, self.node_ordering)
         self.preemption_enabled = True
         self.quota_preemption_enabled = False
         self.allocation_count = 0
@@ -154,11 +159,23 @@ class Partition:
             if capacity.has_negative():
                 raise PartitionError(f"node {node_id} has a negative capacity: {capacity}")
             node = Node(node_id, capacity, attributes, self.events.node, schedulable=schedulable, occupied=occupied)
+            node.add_listener(self._node_changed)
+            self._node_changed(node)
             self.nodes[node_id] = node
             self._set_total(self.total + node.total)
             self.events.node.added(node_id, node.total)
         self.on_change()
         return node
+
+    def _node_changed(self, node: Node) -> None:
+        # The node order is told of every change of a node's resources or state.
+        self.node_ordering.upsert(node.node_id, node.total.view(), node.available.view(), node.schedulable)
+
+    def set_node_sort_policy(self, policy: str, weights: dict[str, float]) -> None:
+        with self.lock:
+            self.node_sort_policy = policy
+            self.resource_weights = dict(weights)
+            self.node_ordering.set_policy(policy, weights)
 
     def update_node_capacity(self, node_id: str, capacity: Resource, occupied: Resource | None) -> None:
         with self.lock:
@@ -181,6 +198,8 @@ class Partition:
         """Removes a node, releasing every allocation on it (ALLOC_NODEREMOVED)."""
         with self.lock:
             node = self._node(node_id)
+            for reservation in self.reservations.on_node(node_id):
+                self.reservations.unreserve(reservation.allocation_key, node)
             released = []
             for alloc in sorted(node.allocations.values(), key=lambda a: a.allocation_key):
                 app = self.applications.get(alloc.application_id)
@@ -189,6 +208,7 @@ class Partition:
                 node.remove_allocation(alloc.allocation_key)
                 released.append(Released(alloc.application_id, alloc.allocation_key, STOPPED_BY_RM, "node removed"))
             del self.nodes[node_id]
+            self.node_ordering.remove(node_id)
             self._set_total(self.total - node.total)
             self.events.node.removed(node_id)
             self.outbox.released.extend(released)
@@ -258,11 +278,18 @@ class Partition:
         """Removes an application, releasing its asks and allocations (STOPPED_BY_RM)."""
         with self.lock:
             app = self._app(app_id)
+            for reservation in self.reservations.of_app(app_id):
+                self.reservations.unreserve(reservation.allocation_key, self.nodes.get(reservation.node_id))
             released = self._release_all(app, STOPPED_BY_RM, "application removed")
             for ask in app.sorted_asks():
                 app.remove_ask(ask.allocation_key, EventChangeDetail.REQUEST_CANCEL)
             if app.queue is not None:
                 app.queue.remove_application(app)
+                # A removed app never reaches Completed (no one ticks it any more): if it still
+                # counts as running (Running or Completing), its queues get the slot back now,
+                # otherwise maxApplications would stay used forever.
+                if app.state in RUNNING_STATES:
+                    app.queue.dec_running_apps()
             del self.applications[app_id]
             self.events.app.removed(app_id)
             self.ugm.remove_app(app.app_id, app.user)
@@ -289,7 +316,7 @@ class Partition:
             existing = app.allocations.get(alloc.allocation_key)
             if existing is not None:
                 if existing.resource != alloc.resource:
-                    raise PartitionError(f"allocation {alloc.allocation_key} is placed: its size cannot change")
+                    self._resize_allocation(app, existing, alloc.resource)
                 return "updated"
             if node is None:
                 app.add_ask(alloc)
@@ -309,10 +336,33 @@ class Partition:
         self.on_change()
         return "recovered"
 
+    def unreserve(self, allocation_key: str) -> None:
+        reservation = self.reservations.by_key.get(allocation_key)
+        if reservation is not None:
+            self.reservations.unreserve(allocation_key, self.nodes.get(reservation.node_id))
+
+    def _resize_allocation(self, app: Application, alloc: Allocation, resource: Resource) -> None:
+        """An existing key with a new size (YuniKorn's UpdateAllocation; K8s in-place pod
+        resize): the node, the application, its queues and its user's usage all move by the
+        difference."""
+        delta = app.resize_allocation(alloc.allocation_key, resource)
+        node = self.nodes.get(alloc.node_id)
+        if node is not None:
+            node.resize_allocation(alloc.allocation_key, delta)
+        # User usage only ever grows by increases and shrinks by decreases (its events say which).
+        grow = Resource({k: v for k, v in delta.items() if v > 0})
+        shrink = Resource({k: -v for k, v in delta.items() if v < 0})
+        queue_path = app.queue.path if app.queue else ""
+        if not grow.is_zero():
+            self.ugm.increase_usage(queue_path, app.app_id, app.user, app.groups, grow)
+        if not shrink.is_zero():
+            self.ugm.decrease_usage(queue_path, app.app_id, app.user, app.groups, shrink)
+
     def commit_allocation(self, app: Application, ask: Allocation, node: Node) -> None:
         """Places a pending ask on a node: node, application, queues and user usage updated
         and the events emitted in YuniKorn's order. The scheduling cycle's commit."""
         with self.lock:
+            self.unreserve(ask.allocation_key)
             node.add_allocation(ask)
             app.allocate(ask, node.node_id, self._usage_added(app))
             self.allocation_count += 1
@@ -327,6 +377,7 @@ class Partition:
             elif allocation_key in app.allocations:
                 released = [self._release_one(app, allocation_key, termination_type, message)]
             elif allocation_key in app.asks:
+                self.unreserve(allocation_key)
                 app.remove_ask(allocation_key)
                 released = []
             else:

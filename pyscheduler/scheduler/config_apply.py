@@ -85,8 +85,9 @@ def apply_partition_config(partition: Partition, conf: PartitionConfig) -> None:
         partition.root.apply_settings(root_settings(conf))
         _apply_children(partition, partition.root, root_conf)
         partition.placement = PlacementManager([_rule(r) for r in conf.placement_rules])
-        partition.node_sort_policy = conf.node_sort_policy.type
-        partition.resource_weights = dict(conf.node_sort_policy.resource_weights)
+        policy = conf.node_sort_policy
+        if (policy.type, dict(policy.resource_weights)) != (partition.node_sort_policy, partition.resource_weights):
+            partition.set_node_sort_policy(policy.type, dict(policy.resource_weights))
         partition.preemption_enabled = conf.preemption.enabled
         partition.quota_preemption_enabled = conf.preemption.quota_preemption_enabled
         # Partition-level limits apply to root; queue limits to their queue. All are replaced at

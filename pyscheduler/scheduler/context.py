@@ -29,7 +29,7 @@ from pyscheduler.objects.node import NODE_PARTITION, Node
 from pyscheduler.objects.object_events import ObjectEvents
 from pyscheduler.objects.partition import Partition, PartitionError, Released
 from pyscheduler.rmproxy import messages as si
-from pyscheduler.rmproxy.callback import ResourceManagerCallback
+from pyscheduler.rmproxy.callback import PredicatesFunc, ResourceManagerCallback, predicates_of
 from pyscheduler.scheduler.config_apply import apply_partition_config, root_settings
 
 __all__ = ["ClusterContext", "UnknownRMError", "internal_name", "external_name"]
@@ -37,6 +37,8 @@ __all__ = ["ClusterContext", "UnknownRMError", "internal_name", "external_name"]
 log = logging.getLogger(__name__)
 
 DEFAULT_PARTITION = "default"
+#: The message of the releases that confirm an RM's own release (YuniKorn's wording).
+_RM_RELEASE = "allocation remove as per RM request"
 
 
 class UnknownRMError(SchedulerError):
@@ -57,6 +59,8 @@ class _RM:
     callback: ResourceManagerCallback
     policy_group: str
     checksum: str = ""
+    #: The RM's predicates hook, resolved once (None: every node passes).
+    predicates: PredicatesFunc | None = None
 
 
 class ClusterContext:
@@ -94,7 +98,7 @@ class ClusterContext:
             if request.rm_id in self._rms:
                 for name in [n for n, p in self.partitions.items() if p.rm_id == request.rm_id]:
                     self._remove_partition(name)
-            self._rms[request.rm_id] = _RM(request.rm_id, callback, request.policy_group)
+            self._rms[request.rm_id] = _RM(request.rm_id, callback, request.policy_group, predicates=predicates_of(callback))
             self.event_system.apply_settings(settings)
             self.event_system.set_callback(callback)
             self._apply_config(request.rm_id, request.policy_group, config)
@@ -314,15 +318,35 @@ class ClusterContext:
         if not release.application_id:
             partition.release_foreign(release.allocation_key)
             return
-        partition.release(release.application_id, release.allocation_key, int(release.termination_type), release.message)
+        released = partition.release(
+            release.application_id, release.allocation_key, int(release.termination_type), release.message
+        )
+        # YuniKorn answers an RM release with exactly the allocations it removed (STOPPED_BY_RM),
+        # except when the RM only confirms a release the core started (TIMEOUT, PREEMPTED):
+        # echoing those back would make the RM release them twice.
+        if release.termination_type not in (si.TerminationType.TIMEOUT, si.TerminationType.PREEMPTED_BY_SCHEDULER):
+            with partition.lock:
+                partition.outbox.released.extend(
+                    Released(r.application_id, r.allocation_key, int(si.TerminationType.STOPPED_BY_RM), _RM_RELEASE)
+                    for r in released
+                )
 
     def commit_allocation(self, partition: Partition, app: Application, ask: Allocation, node: Node) -> None:
-        """Places an ask on a node and tells the RM (the scheduling cycle's commit)."""
+        """Places an ask on a node and tells the RM (outside the scheduling cycle: tests,
+        tools)."""
         partition.commit_allocation(app, ask, node)
+        self.notify_allocated(partition, ask)
+
+    def notify_allocated(self, partition: Partition, ask: Allocation) -> None:
+        """Tells the RM of a new allocation, then of what else the partition collected."""
         rm = self._rms.get(partition.rm_id)
         if rm is not None:
             self._callback(rm, "update_allocation", si.AllocationResponse(new=(self._si_allocation(partition, ask),)))
         self._flush(partition)
+
+    def predicates_for(self, partition: Partition) -> PredicatesFunc | None:
+        rm = self._rms.get(partition.rm_id)
+        return rm.predicates if rm is not None else None
 
     @staticmethod
     def _si_allocation(partition: Partition, alloc: Allocation) -> si.Allocation:

@@ -1,0 +1,276 @@
+"""The scheduling cycle: one allocation decision per partition per cycle (YuniKorn's
+``ClusterContext.schedule``).
+
+Per partition, under its lock:
+
+1. reserved asks: each reservation's ask is tried on its node, then (for normal reservations)
+   on any other unreserved node; stale reservations are dropped;
+2. regular allocation: a depth-first walk from root. Parents sort their children fairly,
+   leaves sort their applications (fifo or fair), applications walk their asks by priority
+   then age. An ask must fit the user headroom and the queue headroom; a required-node ask
+   only tries its node and otherwise reserves it at once; any other ask takes the first node
+   in the node order that fits and that the RM's predicates accept. An ask that fits no node
+   and is older than the reservation delay reserves the node it fits best.
+
+The allocation is committed in the same cycle (node, application, queues, user usage,
+events) and the RM is told once the partition's lock is released.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from pyscheduler.common.resources import Resource
+from pyscheduler.events.types import EventChangeDetail
+from pyscheduler.objects.allocation import Allocation
+from pyscheduler.objects.application import Application
+from pyscheduler.objects.application_state import AppState
+from pyscheduler.objects.node import Node
+from pyscheduler.objects.partition import Partition
+from pyscheduler.objects.queue import ObjectState, Queue
+from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
+from pyscheduler.rmproxy.callback import check_predicates
+from pyscheduler.rmproxy.messages import PredicatesArgs
+
+if TYPE_CHECKING:
+    from pyscheduler.scheduler.context import ClusterContext
+
+__all__ = ["Decision", "SchedulingCycle", "QUEUE_QUOTA", "USER_QUOTA", "DEFAULT_RESERVATION_DELAY"]
+
+#: Seconds an ask must wait before it may reserve a node (YuniKorn's reservationDelay).
+DEFAULT_RESERVATION_DELAY = 2.0
+QUEUE_QUOTA = "Not enough queue quota"
+USER_QUOTA = "Not enough user quota"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An allocation made in a cycle."""
+
+    partition: Partition
+    app: Application
+    ask: Allocation
+    node: Node
+    from_reservation: bool = False
+
+
+class SchedulingCycle:
+    def __init__(self, context: ClusterContext, *, reservation_delay: float = DEFAULT_RESERVATION_DELAY) -> None:
+        self.context = context
+        self.reservation_delay = reservation_delay
+        self._queue_sorter = FairQueueSorter()
+
+    def run(self) -> list[Decision]:
+        """One cycle over every partition; returns the allocations it made."""
+        decisions = []
+        for name in sorted(self.context.partitions):
+            partition = self.context.partitions.get(name)
+            if partition is None or partition.state is ObjectState.STOPPED or not partition.nodes:
+                continue
+            with partition.lock:
+                decision = self._schedule(partition)
+            if decision is not None:
+                decisions.append(decision)
+                self.context.notify_allocated(partition, decision.ask)
+        return decisions
+
+    # -- per partition -----------------------------------------------------------------------------
+
+    def _schedule(self, partition: Partition) -> Decision | None:
+        if len(partition.reservations):
+            decision = self._try_reserved(partition)
+            if decision is not None:
+                return decision
+        if not partition.root.pending.strictly_greater_than_zero():
+            return None
+        return self._walk(partition, partition.root, self._priorities(partition))
+
+    @staticmethod
+    def _priorities(partition: Partition) -> dict[str, int]:
+        """The highest pending ask priority per queue path (a queue sorts by its subtree's)."""
+        result: dict[str, int] = {}
+        for queue in reversed(list(partition.root.walk())):
+            if queue.is_leaf:
+                best = [p for a in queue.applications.values() if (p := a.max_ask_priority) is not None]
+                result[queue.path] = max(best, default=0)
+            else:
+                result[queue.path] = max((result.get(c.path, 0) for c in queue.children.values()), default=0)
+        return result
+
+    def _walk(self, partition: Partition, queue: Queue, priorities: dict[str, int]) -> Decision | None:
+        if queue.is_leaf:
+            return self._try_leaf(partition, queue)
+        children = [
+            c for c in queue.children.values()
+            if c.state is not ObjectState.STOPPED and c.pending.strictly_greater_than_zero()
+        ]
+        for child in self._queue_sorter.sort(children, priorities):
+            decision = self._walk(partition, child, priorities)
+            if decision is not None:
+                return decision
+        return None
+
+    def _try_leaf(self, partition: Partition, queue: Queue) -> Decision | None:
+        apps = [a for a in queue.applications.values() if a.asks]
+        for app in app_sorter(queue.sort_policy).sort(apps, queue):
+            if not self._runnable(partition, queue, app):
+                continue
+            decision = self._try_app(partition, queue, app)
+            if decision is not None:
+                return decision
+        return None
+
+    def _runnable(self, partition: Partition, queue: Queue, app: Application) -> bool:
+        """maxApplications of the queue path and of the user/group limits, for apps that are
+        not running yet; the 213-216 events report each change of the verdict."""
+        if app.state is not AppState.ACCEPTED:
+            return True
+        in_queue = queue.can_run_app()
+        by_quota = partition.ugm.can_run_app(queue.path, app.app_id, app.user, app.groups)
+        app_events = partition.events.app
+        if in_queue != app.runnable_in_queue:
+            app.runnable_in_queue = in_queue
+            detail = EventChangeDetail.APP_RUNNABLE_QUEUE if in_queue else EventChangeDetail.APP_CANNOTRUN_QUEUE
+            app_events.runnable(app.app_id, detail)
+        if by_quota != app.runnable_by_quota:
+            app.runnable_by_quota = by_quota
+            detail = EventChangeDetail.APP_RUNNABLE_QUOTA if by_quota else EventChangeDetail.APP_CANNOTRUN_QUOTA
+            app_events.runnable(app.app_id, detail)
+        return in_queue and by_quota
+
+    def _try_app(self, partition: Partition, queue: Queue, app: Application) -> Decision | None:
+        user_room = partition.ugm.headroom(queue.path, app.app_id, app.user, app.groups)
+        queue_room = queue.headroom()
+        reserved = partition.reservations.by_key
+        now = self.context.clock.now_ns()
+        for ask in app.sorted_asks():
+            if ask.allocation_key in reserved:
+                continue
+            resource = ask.resource
+            if not resource.fits_in_max_undef(user_room):
+                ask.log_failure(USER_QUOTA)
+                continue
+            if not resource.fits_in_max_undef(queue_room):
+                ask.log_failure(QUEUE_QUOTA)
+                continue
+            if ask.required_node:
+                decision = self._try_required_node(partition, app, ask)
+            else:
+                decision = self._try_nodes(partition, app, ask, now)
+            if decision is not None:
+                return decision
+        return None
+
+    # -- nodes ---------------------------------------------------------------------------------------
+
+    def _try_nodes(self, partition: Partition, app: Application, ask: Allocation, now_ns: int) -> Decision | None:
+        node = self._first_node(partition, ask, skip_reserved=True)
+        if node is not None:
+            return self._commit(partition, app, ask, node)
+        if (now_ns - ask.create_time_ns) / 1e9 >= self.reservation_delay:
+            self._reserve_closest(partition, ask)
+        return None
+
+    def _first_node(self, partition: Partition, ask: Allocation, *, skip_reserved: bool,
+                    exclude: str = "") -> Node | None:
+        """The first node in order that fits and passes the RM's predicates."""
+        ordering = partition.node_ordering
+        predicates = self.context.predicates_for(partition)
+        demand = ask.resource.view()
+        cursor = None
+        while True:
+            hit = ordering.first_fit(demand, cursor, skip_reserved)
+            if hit is None:
+                return None
+            cursor = hit
+            if hit[1] == exclude:
+                continue
+            node = partition.nodes[hit[1]]
+            if predicates is not None:
+                reason = check_predicates(predicates, PredicatesArgs(ask.allocation_key, node.node_id, True))
+                if reason:
+                    ask.log_failure(reason)
+                    continue
+            return node
+
+    def _try_required_node(self, partition: Partition, app: Application, ask: Allocation) -> Decision | None:
+        node = partition.nodes.get(ask.required_node)
+        if node is None or not node.schedulable:
+            return None
+        # A required-node ask displaces the normal reservations on its node.
+        for reservation in partition.reservations.on_node(node.node_id):
+            if not reservation.required:
+                partition.reservations.unreserve(reservation.allocation_key, node)
+        if node.fits(ask.resource) and self._predicates_pass(partition, ask, node):
+            return self._commit(partition, app, ask, node)
+        if ask.allocation_key not in partition.reservations.by_key and node.fits_capacity(ask.resource):
+            partition.reservations.reserve(ask, node, required=True, now=self.context.clock.monotonic())
+        return None
+
+    def _predicates_pass(self, partition: Partition, ask: Allocation, node: Node) -> bool:
+        reason = check_predicates(self.context.predicates_for(partition), PredicatesArgs(ask.allocation_key, node.node_id, True))
+        if reason:
+            ask.log_failure(reason)
+        return not reason
+
+    def _reserve_closest(self, partition: Partition, ask: Allocation) -> None:
+        """Reserves the schedulable node whose capacity holds the ask and whose available
+        resources come closest to fitting it (YuniKorn's FitInScore)."""
+        best: tuple[float, str] | None = None
+        for node in partition.nodes.values():
+            if not node.schedulable or not node.fits_capacity(ask.resource):
+                continue
+            if not partition.reservations.can_reserve(node, required=False):
+                continue
+            score = _fit_in_score(ask.resource, node.available)
+            if best is None or (score, node.node_id) < best:
+                best = (score, node.node_id)
+        if best is not None:
+            partition.reservations.reserve(ask, partition.nodes[best[1]], required=False, now=self.context.clock.monotonic())
+
+    # -- reservations ---------------------------------------------------------------------------------
+
+    def _try_reserved(self, partition: Partition) -> Decision | None:
+        for reservation in partition.reservations.ordered():
+            app = partition.applications.get(reservation.app_id)
+            ask = app.asks.get(reservation.allocation_key) if app is not None else None
+            node = partition.nodes.get(reservation.node_id)
+            if app is None or ask is None or node is None:
+                partition.reservations.unreserve(reservation.allocation_key, node)
+                continue
+            queue = app.queue
+            if queue is None or not self._fits_headroom(partition, queue, app, ask):
+                continue
+            if node.schedulable and node.fits(ask.resource) and self._predicates_pass(partition, ask, node):
+                return self._commit(partition, app, ask, node, from_reservation=True)
+            if not reservation.required:
+                other = self._first_node(partition, ask, skip_reserved=True, exclude=node.node_id)
+                if other is not None:
+                    return self._commit(partition, app, ask, other, from_reservation=True)
+        return None
+
+    @staticmethod
+    def _fits_headroom(partition: Partition, queue: Queue, app: Application, ask: Allocation) -> bool:
+        user_room = partition.ugm.headroom(queue.path, app.app_id, app.user, app.groups)
+        return ask.resource.fits_in_max_undef(user_room) and ask.resource.fits_in_max_undef(queue.headroom())
+
+    # -- commit -------------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _commit(partition: Partition, app: Application, ask: Allocation, node: Node, *,
+                from_reservation: bool = False) -> Decision:
+        partition.commit_allocation(app, ask, node)
+        return Decision(partition, app, ask, node, from_reservation)
+
+
+def _fit_in_score(ask: Resource, available: Resource) -> float:
+    """How far an ask is from fitting: per requested type, the missing fraction (0 = fits)."""
+    score = 0.0
+    for name, wanted in ask.items():
+        if wanted <= 0:
+            continue
+        missing = wanted - max(available.get(name, 0), 0)
+        if missing > 0:
+            score += missing / wanted
+    return score
