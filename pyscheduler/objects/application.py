@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from pyscheduler.common.clock import Clock
@@ -179,6 +179,15 @@ class Application:
         """Pending asks: priority descending, then oldest first, then key."""
         with self.lock:
             return [ask for _, ask in self._ordered]
+
+    def iter_asks(self) -> Iterator[Allocation]:
+        """The pending asks in order, without a copy: for the scheduling cycle, which stops
+        iterating at the first ask it places (a change of the asks ends the walk)."""
+        ordered = self._ordered
+        i = 0
+        while i < len(ordered):
+            yield ordered[i][1]
+            i += 1
 
     @property
     def max_ask_priority(self) -> int | None:

@@ -91,6 +91,7 @@ class PythonNodeOrdering:
     def __init__(self, policy: str = "fair", weights: Mapping[str, float] | None = None) -> None:
         self._nodes: dict[str, _PyNode] = {}
         self._order: list[tuple[float, str]] = []
+        self._saturated: set[str] = set()
         self._policy = "fair"
         self._weights: dict[str, float] = dict(DEFAULT_WEIGHTS)
         self.set_policy(policy, weights)
@@ -114,19 +115,29 @@ class PythonNodeOrdering:
         score = self._score(total, available)
         node = self._nodes.get(node_id)
         if node is None:
-            self._nodes[node_id] = _PyNode(dict(total), dict(available), schedulable, score)
-            bisect.insort(self._order, (score, node_id))
+            node = self._nodes[node_id] = _PyNode(dict(total), dict(available), schedulable, score)
+            self._walked(node, node_id, True)
             return
-        if node.score != score:
+        if node.score != score or _saturated(node.available) != _saturated(available):
+            self._walked(node, node_id, False)
+            node.available, node.score = dict(available), score
+            self._walked(node, node_id, True)
+        node.total, node.available, node.schedulable = dict(total), dict(available), schedulable
+
+    def _walked(self, node: _PyNode, node_id: str, add: bool) -> None:
+        # Like the native index, nodes with nothing available stay out of the walk.
+        if _saturated(node.available):
+            (self._saturated.add if add else self._saturated.discard)(node_id)
+        elif add:
+            bisect.insort(self._order, (node.score, node_id))
+        else:
             del self._order[bisect.bisect_left(self._order, (node.score, node_id))]
-            bisect.insort(self._order, (score, node_id))
-        node.total, node.available, node.schedulable, node.score = dict(total), dict(available), schedulable, score
 
     def remove(self, node_id: str) -> bool:
         node = self._nodes.pop(node_id, None)
         if node is None:
             return False
-        del self._order[bisect.bisect_left(self._order, (node.score, node_id))]
+        self._walked(node, node_id, False)
         return True
 
     def set_reserved(self, node_id: str, reserved: bool) -> bool:
@@ -144,7 +155,10 @@ class PythonNodeOrdering:
         self._weights = dict(weights) if weights else dict(DEFAULT_WEIGHTS)
         for node in self._nodes.values():
             node.score = self._score(node.total, node.available)
-        self._order = sorted((node.score, node_id) for node_id, node in self._nodes.items())
+        self._order = sorted(
+            (node.score, node_id) for node_id, node in self._nodes.items() if not _saturated(node.available)
+        )
+        self._saturated = {node_id for node_id, node in self._nodes.items() if _saturated(node.available)}
 
     def first_fit(self, ask: Mapping[str, int], after: Cursor | None = None, skip_reserved: bool = True) -> Cursor | None:
         start = 0 if after is None else bisect.bisect_right(self._order, after)
@@ -159,11 +173,15 @@ class PythonNodeOrdering:
         return None
 
     def ordered(self) -> list[str]:
-        return [node_id for _, node_id in self._order]
+        return [node_id for _, node_id in sorted((n.score, i) for i, n in self._nodes.items())]
 
     def score(self, node_id: str) -> float | None:
         node = self._nodes.get(node_id)
         return None if node is None else node.score
+
+
+def _saturated(available: Mapping[str, int]) -> bool:
+    return all(v <= 0 for v in available.values())
 
 
 def make_node_ordering(policy: str = "fair", weights: Mapping[str, float] | None = None, *, native: bool = True) -> NodeOrdering:

@@ -9,6 +9,7 @@ sorting, preemption flags and user/group limits are replaced.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from pyscheduler.config.queues import (
     ACL,
@@ -82,7 +83,8 @@ def apply_partition_config(partition: Partition, conf: PartitionConfig) -> None:
     """Applies ``conf`` (already validated) to ``partition`` under its lock."""
     with partition.lock:
         root_conf = conf.queues
-        partition.root.apply_settings(root_settings(conf))
+        # Root's max is not configurable: it is the cluster size, kept by the partition.
+        partition.root.apply_settings(replace(root_settings(conf), max_resource=partition.root.max_resource))
         _apply_children(partition, partition.root, root_conf)
         partition.placement = PlacementManager([_rule(r) for r in conf.placement_rules])
         policy = conf.node_sort_policy

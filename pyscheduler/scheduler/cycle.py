@@ -144,7 +144,7 @@ class SchedulingCycle:
         queue_room = queue.headroom()
         reserved = partition.reservations.by_key
         now = self.context.clock.now_ns()
-        for ask in app.sorted_asks():
+        for ask in app.iter_asks():
             if ask.allocation_key in reserved:
                 continue
             resource = ask.resource

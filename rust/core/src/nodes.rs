@@ -70,7 +70,11 @@ pub struct NodeIndex {
     weights: Vec<f64>,
     types: HashMap<String, usize>,
     nodes: HashMap<Arc<str>, NodeState>,
+    /// Nodes that could take some ask, in order: the ones `first_fit` walks.
     order: BTreeSet<(Score, Arc<str>)>,
+    /// Nodes with nothing available (they fit no ask), kept out of the walk: with binpacking
+    /// they would otherwise sit at the front and be skipped one by one for every ask.
+    saturated: BTreeSet<(Score, Arc<str>)>,
 }
 
 /// What a caller needs to check an ask against nodes, as a dense vector.
@@ -79,7 +83,14 @@ pub struct Demand(Vec<(usize, i64)>);
 
 impl NodeIndex {
     pub fn new(policy: SortPolicy, weights: &[(&str, f64)]) -> NodeIndex {
-        let mut index = NodeIndex { policy, weights: Vec::new(), types: HashMap::new(), nodes: HashMap::new(), order: BTreeSet::new() };
+        let mut index = NodeIndex {
+            policy,
+            weights: Vec::new(),
+            types: HashMap::new(),
+            nodes: HashMap::new(),
+            order: BTreeSet::new(),
+            saturated: BTreeSet::new(),
+        };
         index.set_weights(weights);
         index
     }
@@ -146,31 +157,40 @@ impl NodeIndex {
         })
     }
 
-    /// Adds a node or updates its resources; O(log n), and nothing moves when the score is
-    /// unchanged.
+    /// Adds a node or updates its resources; O(log n), and nothing moves when the score and
+    /// the saturation are unchanged.
     pub fn upsert(&mut self, node_id: &str, total: &[(&str, i64)], available: &[(&str, i64)], schedulable: bool) {
         let total = self.vector(total);
         let available = self.vector(available);
         let score = self.score_of(&total, &available);
+        let saturated = available.iter().all(|&v| v <= 0);
         if let Some((key, state)) = self.nodes.get_key_value(node_id).map(|(k, s)| (Arc::clone(k), s)) {
-            let old = state.score;
-            let reserved = state.reserved;
-            if old != score {
-                self.order.remove(&(old, Arc::clone(&key)));
-                self.order.insert((score, Arc::clone(&key)));
+            let (old, was_saturated, reserved) = (state.score, is_saturated(&state.available), state.reserved);
+            if old != score || was_saturated != saturated {
+                self.set_for(was_saturated).remove(&(old, Arc::clone(&key)));
+                self.set_for(saturated).insert((score, Arc::clone(&key)));
             }
             self.nodes.insert(key, NodeState { total, available, schedulable, reserved, score });
             return;
         }
         let key: Arc<str> = Arc::from(node_id);
-        self.order.insert((score, Arc::clone(&key)));
+        self.set_for(saturated).insert((score, Arc::clone(&key)));
         self.nodes.insert(key, NodeState { total, available, schedulable, reserved: false, score });
+    }
+
+    fn set_for(&mut self, saturated: bool) -> &mut BTreeSet<(Score, Arc<str>)> {
+        if saturated {
+            &mut self.saturated
+        } else {
+            &mut self.order
+        }
     }
 
     pub fn remove(&mut self, node_id: &str) -> bool {
         match self.nodes.remove_entry(node_id) {
             Some((key, state)) => {
-                self.order.remove(&(state.score, key));
+                let saturated = is_saturated(&state.available);
+                self.set_for(saturated).remove(&(state.score, key));
                 true
             }
             None => false,
@@ -193,11 +213,13 @@ impl NodeIndex {
         self.set_weights(weights);
         let keys: Vec<Arc<str>> = self.nodes.keys().cloned().collect();
         self.order.clear();
+        self.saturated.clear();
         for key in keys {
             let state = &self.nodes[&key];
             let score = self.score_of(&state.total, &state.available);
+            let saturated = is_saturated(&state.available);
             self.nodes.get_mut(&key).expect("key from the map").score = score;
-            self.order.insert((score, key));
+            self.set_for(saturated).insert((score, key));
         }
     }
 
@@ -217,9 +239,11 @@ impl NodeIndex {
         self.nodes.get(node_id).map(|s| s.score.0)
     }
 
-    /// Node ids in order (best first).
-    pub fn ordered(&self) -> impl Iterator<Item = &str> + '_ {
-        self.order.iter().map(|(_, id)| &**id)
+    /// Node ids in order (best first), saturated nodes included.
+    pub fn ordered(&self) -> Vec<&str> {
+        let mut all: Vec<&(Score, Arc<str>)> = self.order.iter().chain(self.saturated.iter()).collect();
+        all.sort();
+        all.into_iter().map(|(_, id)| &**id).collect()
     }
 
     /// The first node after `after` (from the best when None) that is schedulable, not
@@ -246,6 +270,10 @@ impl NodeIndex {
     }
 }
 
+fn is_saturated(available: &[i64]) -> bool {
+    available.iter().all(|&v| v <= 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,7 +283,7 @@ mod tests {
     }
 
     fn order(index: &NodeIndex) -> Vec<String> {
-        index.ordered().map(String::from).collect()
+        index.ordered().into_iter().map(String::from).collect()
     }
 
     #[test]
@@ -322,6 +350,23 @@ mod tests {
     }
 
     #[test]
+    fn saturated_nodes_are_listed_but_never_walked() {
+        let mut idx = NodeIndex::new(SortPolicy::BinPacking, &[]);
+        node(&mut idx, "full", (100, 10), (0, 0));
+        node(&mut idx, "half", (100, 10), (50, 5));
+        assert_eq!(order(&idx), ["full", "half"], "binpacking: the full node is the most used");
+        let ask = idx.demand(&[("memory", 1)]);
+        assert_eq!(&*idx.first_fit(&ask, None, true).unwrap().1, "half");
+        node(&mut idx, "full", (100, 10), (100, 10));
+        assert_eq!(order(&idx), ["half", "full"], "freed: back in the walk");
+        assert!(idx.remove("half"));
+        node(&mut idx, "full", (100, 10), (0, 0));
+        assert_eq!(order(&idx), ["full"]);
+        assert!(idx.remove("full"));
+        assert!(idx.is_empty() && order(&idx).is_empty());
+    }
+
+    #[test]
     fn many_nodes_stay_ordered_under_random_updates() {
         let mut idx = NodeIndex::new(SortPolicy::Fair, &[]);
         let mut seed = 12345u64;
@@ -339,7 +384,7 @@ mod tests {
             let used = (next() % 1000) as i64;
             node(&mut idx, &format!("n{i:04}"), (1000, 100), (1000 - used, 100 - used / 10));
         }
-        let scores: Vec<(f64, String)> = idx.ordered().map(|id| (idx.score(id).unwrap(), id.to_string())).collect();
+        let scores: Vec<(f64, String)> = idx.ordered().into_iter().map(|id| (idx.score(id).unwrap(), id.to_string())).collect();
         assert_eq!(scores.len(), 2000);
         assert!(scores.windows(2).all(|w| w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1)));
     }

@@ -78,7 +78,7 @@ impl NodeIndex {
 
     /// Node ids, best first.
     fn ordered<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let ids: Vec<String> = self.lock()?.ordered().map(String::from).collect();
+        let ids: Vec<String> = self.lock()?.ordered().into_iter().map(String::from).collect();
         PyList::new(py, ids)
     }
 
