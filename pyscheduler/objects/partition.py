@@ -266,6 +266,8 @@ class Partition:
                     queue = self._create_dynamic(result.queue_path)
                 if not queue.is_leaf:
                     raise PlacementRejected(f"queue {queue.path} is not a leaf queue")
+                if not app.placeholder_ask.is_zero():
+                    self._check_gang(app, queue)
             except PlacementRejected as err:
                 app.reject(str(err))
                 self.rejected_applications[app.app_id] = app
@@ -273,6 +275,22 @@ class Partition:
             app.queue = queue
             self.applications[app.app_id] = app
             queue.add_application(app)
+
+    @staticmethod
+    def _check_gang(app: Application, queue: Queue) -> None:
+        """A gang app needs a FIFO leaf (placeholders are replaced in order) whose max over the
+        whole path, root's cluster size included, fits all its placeholders: otherwise the gang
+        could never be complete. Raises PlacementRejected with YuniKorn's messages."""
+        if queue.sort_policy != "fifo":
+            raise PlacementRejected(
+                f"queue {queue.path} cannot run application {app.app_id} with task group request: unsupported sort type"
+            )
+        maximum = queue.effective_max()
+        if not app.placeholder_ask.fits_in_max_undef(maximum):
+            raise PlacementRejected(
+                f"queue {queue.path} cannot fit application {app.app_id}: task group request "
+                f"{app.placeholder_ask} larger than max queue allocation {maximum}"
+            )
 
     def remove_application(self, app_id: str) -> list[Released]:
         """Removes an application, releasing its asks and allocations (STOPPED_BY_RM)."""
@@ -360,8 +378,18 @@ class Partition:
 
     def commit_allocation(self, app: Application, ask: Allocation, node: Node) -> None:
         """Places a pending ask on a node: node, application, queues and user usage updated
-        and the events emitted in YuniKorn's order. The scheduling cycle's commit."""
+        and the events emitted in YuniKorn's order. The scheduling cycle's commit.
+
+        Raises PartitionError, changing nothing, when the decision went stale before the lock
+        was taken (the app or node was removed, the ask released or already placed): placing it
+        anyway would put an allocation on a node or app the partition no longer has."""
         with self.lock:
+            if (
+                self.applications.get(app.app_id) is not app
+                or app.asks.get(ask.allocation_key) is not ask
+                or self.nodes.get(node.node_id) is not node
+            ):
+                raise PartitionError(f"allocation {ask.allocation_key} of {app.app_id} on {node.node_id} is stale")
             self.unreserve(ask.allocation_key)
             node.add_allocation(ask)
             app.allocate(ask, node.node_id, self._usage_added(app))

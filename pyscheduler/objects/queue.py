@@ -219,8 +219,16 @@ class Queue:
         return self.state is ObjectState.DRAINING
 
     def mark_draining(self) -> None:
+        """Removed from the configuration: this managed queue and the managed queues below it
+        drain (YuniKorn's MarkQueueForRemoval), so the children go once empty and the queue after
+        them. Dynamic queues are left alone: they go once empty anyway."""
+        if not self.managed:
+            return
         with self.lock:
             self.state = ObjectState.DRAINING
+            children = list(self.children.values())
+        for child in children:
+            child.mark_draining()
 
     def is_empty(self) -> bool:
         with self.lock:

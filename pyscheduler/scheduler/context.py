@@ -72,8 +72,11 @@ class ClusterContext:
         clock: Clock | None = None,
         event_system: EventSystem | None = None,
         timeouts: AppTimeouts | None = None,
+        native_node_ordering: bool = True,
     ) -> None:
         self.clock = clock or SystemClock()
+        #: False: partitions order nodes in pure Python (for comparison benchmarks).
+        self.native_node_ordering = native_node_ordering
         self.event_system = event_system or EventSystem(clock=self.clock)
         self.events = ObjectEvents(self.event_system.add)
         self.timeouts = timeouts or AppTimeouts()
@@ -131,7 +134,13 @@ class ClusterContext:
             partition = self.partitions.get(name)
             if partition is None:
                 partition = Partition(
-                    name, rm_id, root_settings(conf), clock=self.clock, events=self.events, timeouts=self.timeouts
+                    name,
+                    rm_id,
+                    root_settings(conf),
+                    clock=self.clock,
+                    events=self.events,
+                    timeouts=self.timeouts,
+                    native_node_ordering=self.native_node_ordering,
                 )
                 partition.on_change = lambda: self.on_update()
                 self.partitions[name] = partition
