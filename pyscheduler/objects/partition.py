@@ -57,19 +57,27 @@ STOPPED_BY_RM = 1
 
 @dataclass
 class Outbox:
-    """What the RM must hear about once the partition's lock is released."""
+    """What the RM must hear about once the partition's lock is released: state updates, new
+    allocations and releases, each collected under the partition's lock as it happens.
+
+    ``sending`` orders the deliveries: whoever takes the outbox sends what it took before anyone
+    else may take more, so a release can never reach the RM ahead of the "new" of the same
+    allocation taken by another thread (the RM would keep an allocation the core released).
+    """
 
     updates: list[StateUpdate] = field(default_factory=list)
+    allocated: list[Allocation] = field(default_factory=list)
     released: list[Released] = field(default_factory=list)
+    sending: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
 
     def add_update(self, update: StateUpdate) -> None:
         # A method, not a bound list.append: take() replaces the lists.
         self.updates.append(update)
 
-    def take(self) -> tuple[list[StateUpdate], list[Released]]:
-        updates, released = self.updates, self.released
-        self.updates, self.released = [], []
-        return updates, released
+    def take(self) -> tuple[list[StateUpdate], list[Allocation], list[Released]]:
+        updates, allocated, released = self.updates, self.allocated, self.released
+        self.updates, self.allocated, self.released = [], [], []
+        return updates, allocated, released
 
 
 class Partition:
@@ -342,7 +350,9 @@ class Partition:
                 return "ask"
             pending = app.asks.get(alloc.allocation_key)
             if pending is not None:
-                # The RM bound a pending ask itself: it becomes an allocation on that node.
+                # The RM bound a pending ask itself: it becomes an allocation on that node (and
+                # a reservation it held is over, like when the cycle places it).
+                self.unreserve(alloc.allocation_key)
                 node.add_allocation(pending)
                 app.allocate(pending, node.node_id, self._usage_added(app))
                 self.allocation_count += 1
@@ -394,6 +404,8 @@ class Partition:
             node.add_allocation(ask)
             app.allocate(ask, node.node_id, self._usage_added(app))
             self.allocation_count += 1
+            # Told to the RM through the outbox, in order with the releases that may follow.
+            self.outbox.allocated.append(ask)
         self.on_change()
 
     def release(self, app_id: str, allocation_key: str, termination_type: int, message: str = "") -> list[Released]:

@@ -342,15 +342,13 @@ class ClusterContext:
 
     def commit_allocation(self, partition: Partition, app: Application, ask: Allocation, node: Node) -> None:
         """Places an ask on a node and tells the RM (outside the scheduling cycle: tests,
-        tools)."""
+        tools). Raises PartitionError when the decision is stale (nothing changes)."""
         partition.commit_allocation(app, ask, node)
         self.notify_allocated(partition, ask)
 
     def notify_allocated(self, partition: Partition, ask: Allocation) -> None:
-        """Tells the RM of a new allocation, then of what else the partition collected."""
-        rm = self._rms.get(partition.rm_id)
-        if rm is not None:
-            self._callback(rm, "update_allocation", si.AllocationResponse(new=(self._si_allocation(partition, ask),)))
+        """Tells the RM of a new allocation and of what else the partition collected. The
+        commit put ``ask`` in the partition's outbox, so it is sent in order with the rest."""
         self._flush(partition)
 
     def predicates_for(self, partition: Partition) -> PredicatesFunc | None:
@@ -397,19 +395,35 @@ class ClusterContext:
             self._flush(partition)
 
     def _flush(self, partition: Partition) -> None:
-        """Sends what the partition collected for its RM, outside of the partition's lock."""
-        with partition.lock:
-            updates, released = partition.outbox.take()
-        rm = self._rms.get(partition.rm_id)
-        if rm is None:
-            return
-        if updates:
-            updated = tuple(
-                si.UpdatedApplication(u.application_id, u.state, u.state_transition_timestamp, u.message) for u in updates
-            )
-            self._callback(rm, "update_application", si.ApplicationResponse(updated=updated))
-        if released:
-            self._callback(rm, "update_allocation", si.AllocationResponse(released=tuple(_si_release(partition, r) for r in released)))
+        """Sends what the partition collected for its RM, outside of the partition's lock.
+
+        Taking and sending happen under the outbox's (re-entrant) ``sending`` lock: deliveries
+        keep the order of the changes even when threads flush at once, and a caller whose
+        outcomes another thread took returns only once they were sent. An RM callback may call
+        back into the core from the same thread; it must not wait for another thread's call.
+        """
+        outbox = partition.outbox
+        with outbox.sending:
+            with partition.lock:
+                updates, allocated, released = outbox.take()
+            rm = self._rms.get(partition.rm_id)
+            if rm is None:
+                return
+            if updates:
+                updated = tuple(
+                    si.UpdatedApplication(u.application_id, u.state, u.state_transition_timestamp, u.message)
+                    for u in updates
+                )
+                self._callback(rm, "update_application", si.ApplicationResponse(updated=updated))
+            if allocated:
+                new = tuple(self._si_allocation(partition, a) for a in allocated)
+                self._callback(rm, "update_allocation", si.AllocationResponse(new=new))
+            if released:
+                self._callback(
+                    rm,
+                    "update_allocation",
+                    si.AllocationResponse(released=tuple(_si_release(partition, r) for r in released)),
+                )
 
     def _send_app_response(self, rm: _RM, response: _AppResponse) -> None:
         if response.accepted or response.rejected:
