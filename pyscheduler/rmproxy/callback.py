@@ -18,7 +18,11 @@ How the core calls an RM (the contract an implementation may rely on and must ho
 - Calls come from core threads (the proxy's dispatcher, the scheduling loop, the event
   publisher), possibly several at once: implementations must be thread-safe.
 - The core never holds one of its object locks while calling an RM, so an RM may call back
-  into the core (e.g. send an ``update_allocation`` from inside ``update_allocation``).
+  into the core (e.g. send an ``update_allocation`` from inside ``update_allocation``) on the
+  same thread. It must not block inside a callback waiting for *another* thread's call into
+  the core: deliveries to an RM are kept in order under a per-partition sending lock, and
+  that other call may be waiting to deliver its own outcomes. ``predicates`` is the one
+  exception to "no locks held": it runs inside the cycle, under the partition's lock.
 - ``predicates`` is called synchronously inside the scheduling cycle for every node tried,
   so it must be fast and must not block on the core.
 - The ``update_*`` methods, ``send_event`` and ``update_container_scheduling_state`` return
