@@ -3,6 +3,10 @@
 Subcommands:
 
 - ``pyscheduler bench [FAMILY] [options]``: run benchmarks (see ``pyscheduler bench --help``).
+- ``pyscheduler simulate [WORKLOAD_FILE] [options]``: play a workload against the core with a
+  simulated RM; progress bar on standard error, summary on standard output (exit 0). A
+  workload file that cannot be read exits 2, an invalid one 1 (the error names the key), a
+  run that did not finish 3. The file format is in ``docs/simulator.md``.
 - ``pyscheduler validate-conf FILE``: check a ``queues.yaml`` (``-`` reads standard input);
   prints ``valid`` and the checksum (exit 0), or every error on standard error (exit 1);
   a file that cannot be read exits 2.
@@ -30,6 +34,103 @@ def _bench(rest: list[str]) -> int:
     from pyscheduler.bench.__main__ import main as bench_main
 
     return bench_main(rest)
+
+
+def _simulate(rest: list[str]) -> int:
+    """``simulate [WORKLOAD_FILE]``: run a workload with the simulated RM and summarise it."""
+    parser = argparse.ArgumentParser(
+        prog="pyscheduler simulate",
+        description="Play a seeded workload against the scheduler core with a simulated RM (nodes, "
+        "applications, asks, releases after each allocation's run time) and print a summary: allocations, "
+        "throughput, latency percentiles and utilisation per node sort policy. Progress goes to standard "
+        "error, the summary to standard output. The workload file format is in docs/simulator.md.",
+    )
+    parser.add_argument(
+        "workload", nargs="?", metavar="WORKLOAD_FILE",
+        help="a YAML or JSON workload file (default: the built-in workload)",
+    )
+    parser.add_argument("--seed", type=int, help="override the workload's seed")
+    parser.add_argument(
+        "--policy", choices=["fair", "binpacking", "both"], default="both",
+        help="node sort policy; 'both' runs the same workload with each (default)",
+    )
+    parser.add_argument(
+        "--mode", choices=["lockstep", "threaded"], default="lockstep",
+        help="lockstep: one scheduling cycle at a time on a simulated clock, exactly repeatable (default); "
+        "threaded: the real scheduling thread on a clock running --speed times faster than real time",
+    )
+    parser.add_argument(
+        "--speed", type=float, default=100.0,
+        help="threaded mode: simulated seconds per real second (default 100)",
+    )
+    parser.add_argument(
+        "--python-ordering", action="store_true",
+        help="use the pure-Python node ordering instead of the Rust node index",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=600.0,
+        help="real seconds after which a run is abandoned (default 600)",
+    )
+    parser.add_argument("--json", metavar="FILE", help="also write the workload and the summaries to FILE as JSON")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    args = parser.parse_args(rest)
+    if args.speed <= 0:
+        parser.error(f"--speed must be positive, got {args.speed}")
+    if args.timeout <= 0:
+        parser.error(f"--timeout must be positive, got {args.timeout}")
+
+    import dataclasses
+    import json
+
+    from pyscheduler.sim import ProgressBar, WorkloadError, WorkloadSpec, format_summaries, run_simulation
+    from pyscheduler.sim.runner import describe_workload
+
+    try:
+        spec = WorkloadSpec.from_file(args.workload) if args.workload else WorkloadSpec()
+        if args.seed is not None:
+            spec = dataclasses.replace(spec, seed=args.seed)
+    except OSError as exc:
+        print(f"pyscheduler simulate: cannot read {args.workload}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except WorkloadError as exc:
+        print(f"pyscheduler simulate: invalid workload: {exc}", file=sys.stderr)
+        return 1
+    plan = spec.generate()
+    policies = ["fair", "binpacking"] if args.policy == "both" else [args.policy]
+    print(describe_workload(spec, plan))
+    print()
+    summaries = []
+    for policy in policies:
+        bar = None if args.no_progress else ProgressBar(f"{policy:<10}")
+        try:
+            summary = run_simulation(
+                plan,
+                policy=policy,
+                mode=args.mode,
+                native_node_ordering=not args.python_ordering,
+                speed=args.speed,
+                timeout=args.timeout,
+                progress=bar,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+        summaries.append(summary)
+    print(format_summaries(summaries), flush=True)
+    if args.json:
+        document = {
+            "workload": spec.to_mapping(),
+            "asks": plan.total_asks,
+            "summaries": [s.to_dict() for s in summaries],
+        }
+        try:
+            with open(args.json, "w", encoding="utf-8") as handle:
+                json.dump(document, handle, indent=2)
+                handle.write("\n")
+        except OSError as exc:
+            print(f"pyscheduler simulate: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    return 0 if all(s.completed for s in summaries) else 3
 
 
 def _validate_conf(rest: list[str]) -> int:
@@ -73,7 +174,8 @@ def _read_bytes(path: str) -> bytes:
 
 
 _COMMANDS = {
-    "bench": (_bench, "run the benchmarks (events memory and throughput; see bench --help)"),
+    "bench": (_bench, "run the benchmarks (events memory and throughput, scheduling; see bench --help)"),
+    "simulate": (_simulate, "play a workload against the core with a simulated RM and print a summary"),
     "validate-conf": (_validate_conf, "check a queues.yaml file (- for stdin): prints 'valid' or the errors"),
     "version": (_version, "print the package and native-module versions"),
 }

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pyscheduler.bench import events_memory, events_throughput
+from pyscheduler.bench import events_memory, events_throughput, scheduling
 from pyscheduler.bench.machine import Progress, machine_facts
 from pyscheduler.bench.workload import DEFAULT_SEED, parse_mix
 
@@ -59,14 +59,25 @@ def _run_events_throughput(args: argparse.Namespace, progress: Progress) -> Fami
     )
 
 
+def _run_scheduling(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    quick = args.quick
+    return scheduling.run(
+        nodes=args.nodes or (scheduling.QUICK_NODES if quick else scheduling.DEFAULT_NODES),
+        asks=args.asks or (scheduling.QUICK_ASKS if quick else scheduling.DEFAULT_ASKS),
+        repeats=args.repeats or (scheduling.QUICK_REPEATS if quick else scheduling.DEFAULT_REPEATS),
+        progress=progress,
+    )
+
+
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (
         Family("events-memory", "event store memory per event (benchmarks.md section 1)", _run_events_memory),
         Family("events-throughput", "event add and serialisation throughput (section 2)", _run_events_throughput),
+        Family("scheduling", "allocations per second, YuniKorn's BenchmarkScheduling shape (section 3)", _run_scheduling),
     )
 }
-"""Benchmark families by subcommand name; add scheduling, REST, ... here."""
+"""Benchmark families by subcommand name; add REST, ... here."""
 
 
 def parse_count(text: str) -> int:
@@ -83,6 +94,16 @@ def parse_count(text: str) -> int:
 
 def _sizes(text: str) -> list[int]:
     return [parse_count(part) for part in text.split(",") if part.strip()]
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a positive integer: {text!r}")
+    return value
 
 
 def _mix(text: str) -> str:
@@ -115,6 +136,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     throughput = parser.add_argument_group("events-throughput")
     throughput.add_argument("--events", type=parse_count, help="events per add measurement (default 1M; --quick: 20k)")
+    sched = parser.add_argument_group("scheduling")
+    sched.add_argument(
+        "--nodes", type=_sizes, help="node counts, e.g. 500,5000 (default 500,1000,2000,5000; --quick: 50,200)"
+    )
+    sched.add_argument("--asks", type=parse_count, help="asks per case (default 10k; --quick: 1k)")
+    sched.add_argument(
+        "--repeats", type=_positive, help="fresh-subprocess runs per case, median reported (default 3; --quick: 1)"
+    )
     return parser
 
 

@@ -1,0 +1,498 @@
+"""Scheduling throughput: benchmarks.md section 3 (YuniKorn's ``BenchmarkScheduling`` shape).
+
+The workload is YuniKorn's own: two leaf queues ``root.a`` and ``root.b``, one application in
+each, 10,000 asks in total (alternating between the two applications), each ask memory 10 and
+vcore 1, on 500, 1,000, 2,000 and 5,000 nodes of capacity ``(10000 / nodes + 1)`` asks each,
+so everything fits. Event tracking is on, as in production (the default settings).
+
+What is timed: from the moment every ask has been submitted (the core has them all pending)
+until the RM callback has received every allocation. Two figures per case:
+
+- **threaded** (the headline): the real scheduling loop (:meth:`Scheduler.start`), started
+  after the submission; the clock stops when the RM callback, counting the allocations it
+  receives, sets a ``threading.Event`` at the last one (bounded by a timeout). This is what
+  production does, loop wake-ups included.
+- **lockstep**: the same run driven one cycle at a time with :meth:`Scheduler.schedule_once`
+  from the benchmark's thread (no loop, no thread hand-off): the cost of the cycles alone.
+
+Each case runs with the Rust node index (``native``) and with the pure-Python node ordering
+(``ClusterContext(native_node_ordering=False)``), for both ``fair`` and ``binpacking``.
+
+Isolation: every case (policy x nodes x ordering) runs in a **fresh subprocess**, so no case
+inherits another's heap, GC generations or allocator state (a 5,000-node run leaves a lot of
+both). Inside it, the threaded run comes first, in a fresh ClusterContext; the lockstep run
+follows in a second fresh ClusterContext, after a full collection. ``--repeats N`` runs each
+case in N subprocesses and reports the median (3 by default, 1 with ``--quick``). The setup
+(nodes, applications, 10,000 asks) and a flush of the events it produced are not timed.
+
+Reference (benchmarks.md): YuniKorn's Go core reports about 5,400 allocations/s on 6 CPUs,
+nearly flat from 500 to 5,000 nodes; before its B-tree node index it reported 360/s at 500
+nodes and 178/s at 1,000. Target here: at least 10,000 allocations/s at 5,000 nodes with
+events on (threaded, native node index).
+
+The worker is this module: ``python -m pyscheduler.bench.scheduling --worker ...`` prints one
+JSON object (see :func:`measure_case`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Final
+
+from pyscheduler.bench.machine import Progress, fmt_ratio, format_table
+
+DEFAULT_NODES: Final = (500, 1_000, 2_000, 5_000)
+DEFAULT_ASKS: Final = 10_000
+QUICK_NODES: Final = (50, 200)
+QUICK_ASKS: Final = 1_000
+POLICIES: Final = ("fair", "binpacking")
+ORDERINGS: Final = ("native", "python")
+DEFAULT_REPEATS: Final = 3
+QUICK_REPEATS: Final = 1
+
+#: YuniKorn Go, BenchmarkScheduling, 6 CPUs (benchmarks.md): nearly flat over node counts.
+REFERENCE_GO: Final = 5_400.0
+#: YuniKorn Go before its B-tree node index (a full node sort per allocation).
+REFERENCE_PRE_BTREE: Final = {500: 360.0, 1_000: 178.0}
+TARGET_RATE: Final = 10_000.0
+TARGET_NODES: Final = 5_000
+
+RM_ID: Final = "bench"
+CONFIG: Final = """
+partitions:
+  - name: default
+    nodesortpolicy: {type: %s}
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: a
+          - name: b
+"""
+
+
+# --- the worker: one case in this process ---------------------------------------------------
+
+
+class CountingRM:
+    """The benchmark's RM: counts allocations and sets :attr:`done` at the target count.
+
+    New allocations are only ever reported by the scheduling cycle, which runs on one thread
+    at a time (the loop's, or the caller's in lockstep), so the counter needs no lock. No
+    ``predicates``: an RM without it lets every node pass, as YuniKorn's benchmark RM does.
+    """
+
+    def __init__(self, target: int) -> None:
+        self.target = target
+        self.allocated = 0
+        self.rejected = 0
+        self.done = threading.Event()
+
+    def update_allocation(self, response: Any) -> None:
+        """Counts new allocations (and rejections, which would mean a broken setup)."""
+        if response.new:
+            self.allocated += len(response.new)
+            if self.allocated >= self.target:
+                self.done.set()
+        if response.rejected_allocations:
+            self.rejected += len(response.rejected_allocations)
+
+    def update_application(self, response: Any) -> None:
+        """Accepted applications: nothing to do."""
+
+    def update_node(self, response: Any) -> None:
+        """Accepted nodes: nothing to do."""
+
+    def send_event(self, events: Any) -> None:
+        """Request events: not surfaced anywhere."""
+
+    def update_container_scheduling_state(self, request: Any) -> None:
+        """Scheduling-state hints: not used."""
+
+
+@dataclass
+class Setup:
+    """A core with every node, both applications and every ask submitted."""
+
+    context: Any
+    proxy: Any
+    rm: CountingRM
+    scheduler: Any
+
+
+def build(policy: str, nodes: int, asks: int, native: bool) -> Setup:
+    """A fresh ClusterContext in the benchmark's shape, with every ask pending (not timed),
+    and its (not started) Scheduler."""
+    from pyscheduler.common.resources import Resource
+    from pyscheduler.rmproxy import messages as si
+    from pyscheduler.rmproxy.proxy import RMProxy
+    from pyscheduler.scheduler.context import ClusterContext
+    from pyscheduler.scheduler.loop import Scheduler
+
+    context = ClusterContext(native_node_ordering=native)
+    # Made before anything is submitted, as in production: the submissions then leave the
+    # loop's wake-up flag set, so start() runs its first cycle at once instead of after the
+    # 100 ms idle wait (a Scheduler made after the asks would not know work is pending).
+    scheduler = Scheduler(context)
+    proxy = RMProxy(context)
+    rm = CountingRM(asks)
+    proxy.register_resource_manager(
+        si.RegisterResourceManagerRequest(rm_id=RM_ID, policy_group="default", config=CONFIG % policy), rm
+    )
+    per_node = asks // nodes + 1
+    capacity = Resource({"memory": 10 * per_node, "vcore": per_node})
+    proxy.update_node(
+        si.NodeRequest(
+            nodes=tuple(
+                si.NodeInfo(node_id=f"node-{i:05d}", action=si.NodeAction.CREATE, schedulable_resource=capacity)
+                for i in range(nodes)
+            ),
+            rm_id=RM_ID,
+        )
+    )
+    ugi = si.UserGroupInformation(user="bench")
+    proxy.update_application(
+        si.ApplicationRequest(
+            new=(
+                si.AddApplicationRequest(application_id="app-a", queue_name="root.a", partition_name="default", ugi=ugi),
+                si.AddApplicationRequest(application_id="app-b", queue_name="root.b", partition_name="default", ugi=ugi),
+            ),
+            rm_id=RM_ID,
+        )
+    )
+    ask = Resource({"memory": 10, "vcore": 1})
+    proxy.update_allocation(
+        si.AllocationRequest(
+            allocations=tuple(
+                si.Allocation(
+                    allocation_key=f"ask-{k:05d}",
+                    application_id="app-a" if k % 2 == 0 else "app-b",
+                    partition_name="default",
+                    resource_per_alloc=ask,
+                )
+                for k in range(asks)
+            ),
+            rm_id=RM_ID,
+        )
+    )
+    return Setup(context, proxy, rm, scheduler)
+
+
+def _events_created(context: Any) -> tuple[int, int]:
+    """(events created, events dropped) so far, after the pipeline has caught up."""
+    context.event_system.flush(30.0)
+    stats = context.event_system.stats()
+    return stats.created, stats.dropped
+
+
+def measure_threaded(policy: str, nodes: int, asks: int, native: bool, timeout: float) -> dict[str, Any]:
+    """The headline: the real scheduling loop, started after submission, until the RM has
+    every allocation (or ``timeout`` seconds)."""
+    setup = build(policy, nodes, asks, native)
+    scheduler = setup.scheduler
+    created_before, dropped_before = _events_created(setup.context)
+    gc.collect()
+    started = time.perf_counter()
+    scheduler.start()
+    finished = setup.rm.done.wait(timeout)
+    seconds = time.perf_counter() - started
+    scheduler.stop()
+    created_after, dropped_after = _events_created(setup.context)
+    setup.proxy.stop()
+    return _result(setup.rm, asks, seconds, scheduler.cycles, finished, timeout,
+                   created_after - created_before, dropped_after - dropped_before)
+
+
+def measure_lockstep(policy: str, nodes: int, asks: int, native: bool, timeout: float) -> dict[str, Any]:
+    """The same run, one ``schedule_once`` at a time on this thread."""
+    setup = build(policy, nodes, asks, native)
+    scheduler = setup.scheduler
+    created_before, dropped_before = _events_created(setup.context)
+    gc.collect()
+    deadline = time.monotonic() + timeout
+    schedule_once = scheduler.schedule_once
+    rm = setup.rm
+    started = time.perf_counter()
+    while rm.allocated < asks:
+        if not schedule_once() or time.monotonic() > deadline:
+            break
+    seconds = time.perf_counter() - started
+    created_after, dropped_after = _events_created(setup.context)
+    setup.proxy.stop()
+    return _result(rm, asks, seconds, scheduler.cycles, rm.allocated >= asks, timeout,
+                   created_after - created_before, dropped_after - dropped_before)
+
+
+def _result(rm: CountingRM, asks: int, seconds: float, cycles: int, finished: bool, timeout: float,
+            events: int, dropped: int) -> dict[str, Any]:
+    error = None
+    if not finished:
+        error = f"{rm.allocated} of {asks} allocations after {seconds:.1f} s (timeout {timeout:g} s)"
+    elif rm.rejected:
+        error = f"{rm.rejected} asks rejected"
+    return {
+        "allocations": rm.allocated,
+        "seconds": seconds,
+        "rate": rm.allocated / seconds if seconds > 0 else 0.0,
+        "cycles": cycles,
+        "events": events,
+        "events_dropped": dropped,
+        "error": error,
+    }
+
+
+def measure_case(policy: str, nodes: int, asks: int, native: bool, timeout: float) -> dict[str, Any]:
+    """Both figures of one case, each in its own fresh ClusterContext (threaded first, so the
+    headline runs in the cleanest process)."""
+    threaded = measure_threaded(policy, nodes, asks, native, timeout)
+    gc.collect()
+    lockstep = measure_lockstep(policy, nodes, asks, native, timeout)
+    return {"threaded": threaded, "lockstep": lockstep}
+
+
+def case_timeout(asks: int) -> float:
+    """Seconds a timed run may take: generous (a loaded machine), but bounded."""
+    return max(60.0, asks / 50)
+
+
+# --- the parent: cases in subprocesses --------------------------------------------------------
+
+
+@dataclass
+class CaseResult:
+    """One case (policy x nodes x ordering): medians over the repeats, and every sample."""
+
+    policy: str
+    nodes: int
+    asks: int
+    ordering: str
+    threaded_rate: float | None = None
+    threaded_seconds: float | None = None
+    lockstep_rate: float | None = None
+    lockstep_seconds: float | None = None
+    #: Events created during a timed run (the median run's), and dropped: proof events were on.
+    events: int | None = None
+    events_dropped: int | None = None
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    error: str | None = None
+
+
+@dataclass
+class SchedulingReport:
+    """Everything the scheduling benchmark found."""
+
+    asks: int
+    nodes: list[int]
+    policies: list[str]
+    repeats: int
+    isolation: str
+    cases: list[CaseResult] = field(default_factory=list)
+    reference_go: float = REFERENCE_GO
+    reference_pre_btree: dict[int, float] = field(default_factory=lambda: dict(REFERENCE_PRE_BTREE))
+    target: str = f">= {TARGET_RATE:,.0f} allocations/s at {TARGET_NODES:,} nodes, events on (threaded, native)"
+    target_met: dict[str, bool] = field(default_factory=dict)
+    failures: list[str] = field(default_factory=list)
+
+    def case(self, policy: str, nodes: int, ordering: str) -> CaseResult | None:
+        """The measured case, if any."""
+        for case in self.cases:
+            if (case.policy, case.nodes, case.ordering) == (policy, nodes, ordering):
+                return case
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable results."""
+        data = asdict(self)
+        data["reference_pre_btree"] = {str(k): v for k, v in self.reference_pre_btree.items()}
+        return data
+
+    def format(self) -> str:
+        """The report as markdown."""
+        return format_report(self)
+
+
+def run_worker(policy: str, nodes: int, asks: int, ordering: str, timeout: float) -> dict[str, Any]:
+    """Runs one case in a fresh Python process and returns its :func:`measure_case` result."""
+    command = [
+        sys.executable, "-m", "pyscheduler.bench.scheduling", "--worker",
+        "--policy", policy, "--nodes", str(nodes), "--asks", str(asks), "--ordering", ordering,
+        "--timeout", str(timeout),
+    ]
+    # Setup, two timed runs and their flushes: bounded well above what they should take.
+    done = subprocess.run(command, capture_output=True, text=True, timeout=4 * timeout + 120, check=False)
+    lines = done.stdout.strip().splitlines()
+    if done.returncode != 0 or not lines:
+        tail = " | ".join(done.stderr.strip().splitlines()[-3:])
+        raise RuntimeError(f"worker exited with {done.returncode}: {tail or 'no output'}")
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def _median_sample(samples: Sequence[dict[str, Any]], mode: str) -> dict[str, Any] | None:
+    ok = sorted((s[mode] for s in samples if not s[mode]["error"]), key=lambda r: r["rate"])
+    return ok[len(ok) // 2] if ok else None
+
+
+def measure(
+    policy: str, nodes: int, asks: int, ordering: str, repeats: int, isolate: bool = True
+) -> CaseResult:
+    """One case, ``repeats`` times (each in a fresh subprocess unless ``isolate`` is False)."""
+    case = CaseResult(policy=policy, nodes=nodes, asks=asks, ordering=ordering)
+    timeout = case_timeout(asks)
+    for _ in range(repeats):
+        if isolate:
+            sample = run_worker(policy, nodes, asks, ordering, timeout)
+        else:
+            sample = measure_case(policy, nodes, asks, ordering == "native", timeout)
+        case.samples.append(sample)
+    threaded = _median_sample(case.samples, "threaded")
+    lockstep = _median_sample(case.samples, "lockstep")
+    if threaded is not None:
+        case.threaded_rate, case.threaded_seconds = threaded["rate"], threaded["seconds"]
+        case.events, case.events_dropped = threaded["events"], threaded["events_dropped"]
+    if lockstep is not None:
+        case.lockstep_rate, case.lockstep_seconds = lockstep["rate"], lockstep["seconds"]
+    errors = sorted({r["error"] for s in case.samples for r in s.values() if r["error"]})
+    if errors:
+        case.error = "; ".join(errors)
+    return case
+
+
+def run(
+    *,
+    nodes: Sequence[int] = DEFAULT_NODES,
+    asks: int = DEFAULT_ASKS,
+    policies: Sequence[str] = POLICIES,
+    orderings: Sequence[str] = ORDERINGS,
+    repeats: int = DEFAULT_REPEATS,
+    isolate: bool = True,
+    progress: Callable[[str], None] | None = None,
+) -> SchedulingReport:
+    """Runs every case and returns the report."""
+    if progress is None:
+        progress = Progress()
+    report = SchedulingReport(
+        asks=asks,
+        nodes=list(nodes),
+        policies=list(policies),
+        repeats=repeats,
+        isolation="one fresh subprocess per case and repeat" if isolate else "in process (fresh ClusterContext per run)",
+    )
+    for policy in policies:
+        for count in nodes:
+            for ordering in orderings:
+                progress(f"scheduling: {policy}, {count:,} nodes, {asks:,} asks, {ordering} ordering, x{repeats}")
+                try:
+                    case = measure(policy, count, asks, ordering, repeats, isolate)
+                except Exception as exc:  # one broken case must not hide the others
+                    case = CaseResult(policy=policy, nodes=count, asks=asks, ordering=ordering,
+                                      error=f"{type(exc).__name__}: {exc}")
+                if case.error:
+                    report.failures.append(f"{policy}/{count} nodes/{ordering}: {case.error}")
+                report.cases.append(case)
+    for policy in policies:
+        case = report.case(policy, TARGET_NODES, "native")
+        if case is not None and case.threaded_rate is not None:
+            report.target_met[policy] = case.threaded_rate >= TARGET_RATE
+    return report
+
+
+# --- formatting ---------------------------------------------------------------------------------
+
+
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.0f}"
+
+
+def _ratio(a: float | None, b: float | None) -> str:
+    return fmt_ratio(a / b if a is not None and b else None)
+
+
+def format_report(report: SchedulingReport) -> str:
+    """Markdown: one row per policy and node count, native and pure-Python side by side."""
+    rows = []
+    for policy in report.policies:
+        for nodes in report.nodes:
+            native = report.case(policy, nodes, "native")
+            python = report.case(policy, nodes, "python")
+            n_thr = native.threaded_rate if native else None
+            p_thr = python.threaded_rate if python else None
+            pre = report.reference_pre_btree.get(nodes)
+            rows.append([
+                policy,
+                f"{nodes:,}",
+                _rate(n_thr),
+                _rate(native.lockstep_rate if native else None),
+                _rate(p_thr),
+                _rate(python.lockstep_rate if python else None),
+                _ratio(n_thr, p_thr),
+                _ratio(native.lockstep_rate if native else None, python.lockstep_rate if python else None),
+                _ratio(n_thr, report.reference_go),
+                f"{_ratio(n_thr, pre)} (Go {pre:,.0f}/s)" if pre else "-",
+                "-" if native is None or native.events is None else f"{native.events:,} ({native.events_dropped:,} dropped)",
+            ])
+    parts = [
+        "## Scheduling throughput (benchmarks.md section 3, YuniKorn's BenchmarkScheduling shape)",
+        "",
+        f"{report.asks:,} asks (memory 10, vcore 1) over two apps in root.a and root.b; nodes sized "
+        f"(asks / nodes + 1) asks; events on. Allocations per second from 'every ask submitted' to 'the RM "
+        f"callback has every allocation'. threaded: the real scheduling loop, started after submission "
+        f"(headline); lockstep: schedule_once in a loop. {report.isolation}; median of {report.repeats}. "
+        "The machine may be shared: compare ratios from the same run.",
+        "",
+        format_table(
+            [
+                "policy", "nodes", "native threaded /s", "native lockstep /s", "python threaded /s",
+                "python lockstep /s", "native/python threaded", "native/python lockstep", "vs Go 5,400/s",
+                "vs Go pre-B-tree", "events in the timed run",
+            ],
+            rows,
+            align="lrrrrrrrrrr",
+        ),
+        "",
+        f"Reference: YuniKorn Go ~{report.reference_go:,.0f} allocations/s on 6 CPUs, flat 500-5,000 nodes; "
+        "before its B-tree node index 360/s at 500 nodes and 178/s at 1,000.",
+    ]
+    if report.target_met:
+        verdicts = []
+        for policy, met in report.target_met.items():
+            case = report.case(policy, TARGET_NODES, "native")
+            rate = case.threaded_rate if case else None
+            verdicts.append(f"{policy} {_rate(rate)}/s {'met' if met else 'NOT met'}")
+        parts.append(f"Target {report.target}: " + "; ".join(verdicts) + ".")
+    else:
+        parts.append(f"Target {report.target}: not measured in this run ({TARGET_NODES:,} nodes not among the sizes).")
+    if report.failures:
+        parts += ["", "FAILURES:", *(f"- {failure}" for failure in report.failures)]
+    return "\n".join(parts)
+
+
+# --- the worker's command line -------------------------------------------------------------------
+
+
+def worker_main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pyscheduler.bench.scheduling --worker ...``: one case, one JSON line out."""
+    parser = argparse.ArgumentParser(prog="python -m pyscheduler.bench.scheduling")
+    parser.add_argument("--worker", action="store_true", required=True, help="run one case and print JSON")
+    parser.add_argument("--policy", choices=POLICIES, required=True)
+    parser.add_argument("--nodes", type=int, required=True)
+    parser.add_argument("--asks", type=int, default=DEFAULT_ASKS)
+    parser.add_argument("--ordering", choices=ORDERINGS, default="native")
+    parser.add_argument("--timeout", type=float, default=None)
+    args = parser.parse_args(argv)
+    timeout = args.timeout if args.timeout is not None else case_timeout(args.asks)
+    result = measure_case(args.policy, args.nodes, args.asks, args.ordering == "native", timeout)
+    print(json.dumps(result), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(worker_main())

@@ -1,0 +1,536 @@
+"""The simulated resource manager: drives the core through :class:`RMProxy` from a workload.
+
+:class:`SimulatedRM` plays the part of a shim. It registers (queues.yaml built from the
+workload), creates the nodes, submits each application with all its asks when it arrives,
+and releases each allocation once its run time has passed; when every ask of an application
+has been released it removes the application, as a shim does when the job is gone. It
+implements the required RM callback and deliberately *not* ``predicates``: an RM without it
+lets every node pass, and a predicates hook would cost a Python call per node tried.
+
+Time is simulated. The RM keeps a heap of timed events (application arrivals and allocation
+releases) on the simulation's clock, which is also the core's clock (ask ages, the
+reservation delay and application timers all follow it). Two ways to run:
+
+- ``lockstep``: a :class:`~pyscheduler.common.clock.ManualClock` and
+  :meth:`Scheduler.schedule_once` called from this thread. Each cycle costs the workload's
+  ``cycle_time`` of simulated time; when a cycle places nothing, the clock jumps to the next
+  event. Nothing depends on the machine's speed: the same workload gives exactly the same
+  allocations, latencies and utilisation every time.
+- ``threaded``: the real scheduling loop on its own thread (:meth:`Scheduler.start`) and a
+  :class:`ScaledClock` that runs ``speed`` times faster than the wall clock, so a workload of
+  minutes runs in seconds. This is how the core runs in production (the RM's calls and the
+  loop interleave); latencies then include the scheduler's real speed, scaled.
+
+Recorded: per allocation, the latency from the ask's submission to the allocation's arrival
+in the callback (simulated seconds), and the allocated memory, vcore and nodes in use
+integrated over simulated time (utilisation).
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Final, Literal
+
+from pyscheduler.common.clock import ManualClock
+from pyscheduler.common.resources import MEMORY, VCORE, Resource
+from pyscheduler.events.types import EventRecord
+from pyscheduler.rmproxy import messages as si
+from pyscheduler.rmproxy.proxy import RMProxy
+from pyscheduler.scheduler.context import ClusterContext
+from pyscheduler.scheduler.loop import Scheduler
+from pyscheduler.sim.workload import AppPlan, Workload
+
+__all__ = ["MODES", "ProgressFunc", "ScaledClock", "SimMode", "SimulatedRM", "SimulationRecord"]
+
+SimMode = Literal["lockstep", "threaded"]
+MODES: Final[tuple[SimMode, ...]] = ("lockstep", "threaded")
+
+#: (asks finished: released or rejected, total asks, simulated seconds) -> None.
+ProgressFunc = Callable[[int, int, float], None]
+
+#: 2026-01-01T00:00:00Z: the simulated wall clock starts here (event timestamps look real).
+START_NS: Final = 1_767_225_600_000_000_000
+RM_ID: Final = "sim"
+USER: Final = "sim-user"
+
+# Heap event kinds. At equal times a release goes first: the freed space is then visible to
+# the asks that arrive at the same instant (and the order is fixed, for repeatable runs).
+_RELEASE: Final = 0
+_SUBMIT: Final = 1
+
+
+class ScaledClock:
+    """A clock that runs ``speed`` times faster than the real one, starting at 0 (monotonic)
+    and at :data:`START_NS` (wall). Thread-safe: it only reads ``time.monotonic``."""
+
+    def __init__(self, speed: float, start_ns: int = START_NS) -> None:
+        if not speed > 0:
+            raise ValueError(f"speed must be positive, got {speed}")
+        self.speed = speed
+        self._origin = time.monotonic()
+        self._start_ns = start_ns
+
+    def monotonic(self) -> float:
+        return (time.monotonic() - self._origin) * self.speed
+
+    def now_ns(self) -> int:
+        return self._start_ns + int(self.monotonic() * 1_000_000_000)
+
+    def real_seconds(self, simulated: float) -> float:
+        """How long ``simulated`` seconds take on the wall clock."""
+        return simulated / self.speed
+
+
+@dataclass
+class SimulationRecord:
+    """What one run recorded (raw figures; :mod:`pyscheduler.sim.runner` summarises them)."""
+
+    policy: str
+    mode: SimMode
+    native_node_ordering: bool
+    total_asks: int
+    total_apps: int
+    #: Simulated seconds from ask submission to allocation, one per allocation, in arrival order.
+    latencies: list[float] = field(default_factory=list)
+    allocations: int = 0
+    #: Releases the RM sent that the core confirmed (STOPPED_BY_RM echo).
+    releases_confirmed: int = 0
+    #: Allocations the core ended itself (preemption, node removal): not expected here.
+    released_by_core: int = 0
+    rejected_asks: int = 0
+    rejected_apps: int = 0
+    #: Applications whose every ask was allocated and released (then removed by the RM).
+    apps_completed: int = 0
+    #: Allocations for keys the RM never asked for, or twice: a core bug if ever non-zero.
+    unexpected_allocations: int = 0
+    cycles: int = 0
+    wall_seconds: float = 0.0
+    #: Simulated seconds from the first submission to the last release.
+    sim_seconds: float = 0.0
+    #: Time integrals (value x simulated seconds) of allocated memory, vcore and nodes in use.
+    memory_seconds: float = 0.0
+    vcore_seconds: float = 0.0
+    node_seconds: float = 0.0
+    peak_memory: int = 0
+    peak_vcore: int = 0
+    peak_nodes_in_use: int = 0
+    cluster_memory: int = 0
+    cluster_vcore: int = 0
+    node_count: int = 0
+    node_memory: int = 0
+    node_vcore: int = 0
+    #: True when every ask ended (released, rejected or ended by the core) before the timeout.
+    completed: bool = False
+    problems: list[str] = field(default_factory=list)
+
+
+class SimulatedRM:
+    """A resource manager that plays a :class:`Workload` against a fresh core.
+
+    Construct, then :meth:`run` once. The object is the RM callback registered with the core
+    (``update_allocation`` and friends below); the core calls it from the scheduling thread in
+    threaded mode, so every piece of shared state is guarded by ``self._cond``, and the RM
+    never holds that lock while it calls into the core.
+    """
+
+    def __init__(
+        self,
+        workload: Workload,
+        *,
+        policy: str = "fair",
+        mode: SimMode = "lockstep",
+        native_node_ordering: bool = True,
+        speed: float = 100.0,
+        progress: ProgressFunc | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if policy not in ("fair", "binpacking"):
+            raise ValueError(f"policy must be fair or binpacking, got {policy!r}")
+        self.workload = workload
+        self.spec = workload.spec
+        self.policy = policy
+        self.mode: SimMode = mode
+        self.clock: ManualClock | ScaledClock = ManualClock(START_NS) if mode == "lockstep" else ScaledClock(speed)
+        self.context = ClusterContext(clock=self.clock, native_node_ordering=native_node_ordering)
+        self.proxy = RMProxy(self.context)
+        self.scheduler = Scheduler(self.context)
+        self._progress = progress
+        self._cond = threading.Condition()
+        self._ran = False
+
+        spec = self.spec
+        self.record = SimulationRecord(
+            policy=policy,
+            mode=mode,
+            native_node_ordering=native_node_ordering,
+            total_asks=workload.total_asks,
+            total_apps=len(workload.apps),
+            cluster_memory=workload.cluster_memory,
+            cluster_vcore=workload.cluster_vcore,
+            node_count=spec.node_count,
+            node_memory=spec.node_memory,
+            node_vcore=spec.node_vcore,
+        )
+        # The event heap: (simulated time, kind, sequence, payload). The sequence keeps equal
+        # times in insertion order, so the run never depends on comparing payloads.
+        self._heap: list[tuple[float, int, int, object]] = []
+        self._seq = 0
+        # Per ask: (app id, memory, vcore, run time), known from the plan.
+        self._asks: dict[str, tuple[str, int, int, float]] = {
+            ask.key: (app.app_id, ask.memory, ask.vcore, ask.run_time) for app in workload.apps for ask in app.asks
+        }
+        self._submitted_at: dict[str, float] = {}  # asks submitted and not yet allocated
+        self._running: dict[str, str] = {}  # allocation key -> node id
+        self._releasing: set[str] = set()  # released by the RM, confirmation pending
+        self._remaining: dict[str, int] = {app.app_id: len(app.asks) for app in workload.apps}
+        self._to_remove: list[str] = []  # completed apps the RM still has to remove
+        self._rejected_apps: set[str] = set()
+        self._finished = 0  # asks released (confirmed), rejected or ended by the core
+        # Utilisation bookkeeping (integrated at every change).
+        self._node_used: dict[str, list[int]] = {}  # node id -> [memory, vcore, allocations]
+        self._used_memory = 0
+        self._used_vcore = 0
+        self._nodes_in_use = 0
+        self._last_change = 0.0
+        self._first_submit: float | None = None
+        self._last_release = 0.0
+
+    # -- the RM callback (called by the core, possibly from the scheduling thread) ------------
+
+    def update_allocation(self, response: si.AllocationResponse) -> None:
+        """New allocations start running (their release is scheduled); releases are confirmed;
+        rejected asks are finished."""
+        with self._cond:
+            now = self.clock.monotonic()
+            record = self.record
+            for alloc in response.new:
+                key = alloc.allocation_key
+                submitted = self._submitted_at.pop(key, None)
+                if submitted is None:
+                    record.unexpected_allocations += 1
+                    continue
+                app_id, memory, vcore, run_time = self._asks[key]
+                record.allocations += 1
+                record.latencies.append(now - submitted)
+                self._running[key] = alloc.node_id
+                self._change_usage(now, alloc.node_id, memory, vcore)
+                self._push(now + run_time, _RELEASE, (app_id, key))
+            for release in response.released:
+                key = release.allocation_key
+                if key in self._releasing:
+                    self._releasing.discard(key)
+                    record.releases_confirmed += 1
+                    self._ask_finished(self._asks[key][0])
+                elif key in self._running:
+                    # The core ended it (preemption, node removal): it stops running now.
+                    record.released_by_core += 1
+                    self._stop_running(now, key)
+                    self._ask_finished(self._asks[key][0])
+            for rejected in response.rejected_allocations:
+                key = rejected.allocation_key
+                if self._submitted_at.pop(key, None) is not None:
+                    record.rejected_asks += 1
+                    record.problems.append(f"ask {key} rejected: {rejected.reason}")
+                    self._ask_finished(self._asks[key][0])
+            self._cond.notify_all()
+
+    def update_application(self, response: si.ApplicationResponse) -> None:
+        """Rejected applications are remembered: their asks are not submitted."""
+        if response.rejected:
+            with self._cond:
+                for rejected in response.rejected:
+                    if rejected.application_id in self._remaining and rejected.application_id not in self._rejected_apps:
+                        self._rejected_apps.add(rejected.application_id)
+                        self.record.rejected_apps += 1
+                        self.record.problems.append(f"application {rejected.application_id} rejected: {rejected.reason}")
+
+    def update_node(self, response: si.NodeResponse) -> None:
+        """A rejected node is a broken setup: say so in the record."""
+        if response.rejected:
+            with self._cond:
+                for node in response.rejected:
+                    self.record.problems.append(f"node {node.node_id} rejected: {node.reason}")
+
+    def send_event(self, events: Sequence[EventRecord]) -> None:
+        """Request events are what a shim shows on pods; the simulation has no pods."""
+
+    def update_container_scheduling_state(self, request: si.UpdateContainerSchedulingStateRequest) -> None:
+        """Autoscaler hints; the simulated cluster does not scale."""
+
+    # -- bookkeeping (callers hold self._cond) -------------------------------------------------
+
+    def _push(self, when: float, kind: int, payload: object) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (when, kind, self._seq, payload))
+
+    def _ask_finished(self, app_id: str) -> None:
+        self._finished += 1
+        self._remaining[app_id] -= 1
+        if self._remaining[app_id] == 0 and app_id not in self._rejected_apps:
+            self._to_remove.append(app_id)
+
+    def _stop_running(self, now: float, key: str) -> None:
+        node_id = self._running.pop(key)
+        _, memory, vcore, _ = self._asks[key]
+        self._change_usage(now, node_id, -memory, -vcore)
+        self._last_release = max(self._last_release, now)
+
+    def _change_usage(self, now: float, node_id: str, memory: int, vcore: int) -> None:
+        """Integrates usage up to ``now``, then applies one allocation's start or end."""
+        record = self.record
+        elapsed = now - self._last_change
+        if elapsed > 0:
+            record.memory_seconds += self._used_memory * elapsed
+            record.vcore_seconds += self._used_vcore * elapsed
+            record.node_seconds += self._nodes_in_use * elapsed
+            self._last_change = now
+        used = self._node_used.get(node_id)
+        if used is None:
+            used = self._node_used[node_id] = [0, 0, 0]
+        was_used = used[2] > 0
+        used[0] += memory
+        used[1] += vcore
+        used[2] += 1 if memory > 0 else -1
+        self._nodes_in_use += (used[2] > 0) - was_used
+        self._used_memory += memory
+        self._used_vcore += vcore
+        record.peak_memory = max(record.peak_memory, self._used_memory)
+        record.peak_vcore = max(record.peak_vcore, self._used_vcore)
+        record.peak_nodes_in_use = max(record.peak_nodes_in_use, self._nodes_in_use)
+
+    def _done(self) -> bool:
+        return self._finished == self.record.total_asks and not self._heap and not self._to_remove
+
+    def _take_due(self, now: float) -> list[tuple[float, int, int, object]]:
+        due = []
+        while self._heap and self._heap[0][0] <= now:
+            due.append(heapq.heappop(self._heap))
+        return due
+
+    # -- driving the core (this thread; never under self._cond) -------------------------------
+
+    def _setup(self) -> None:
+        """Registers, creates the nodes and schedules every application's arrival."""
+        spec = self.spec
+        self.proxy.register_resource_manager(
+            si.RegisterResourceManagerRequest(
+                rm_id=RM_ID, version="sim", policy_group="sim", config=spec.queues_yaml(self.policy)
+            ),
+            self,
+        )
+        capacity = Resource({MEMORY: spec.node_memory, VCORE: spec.node_vcore})
+        nodes = tuple(
+            si.NodeInfo(
+                node_id=f"node-{i:05d}",
+                action=si.NodeAction.CREATE,
+                attributes={si.HOST_NAME: f"node-{i:05d}", si.INSTANCE_TYPE: "sim"},
+                schedulable_resource=capacity,
+            )
+            for i in range(spec.node_count)
+        )
+        self.proxy.update_node(si.NodeRequest(nodes=nodes, rm_id=RM_ID))
+        with self._cond:
+            for app in self.workload.apps:
+                self._push(app.arrival, _SUBMIT, app)
+
+    def _apply(self, due: list[tuple[float, int, int, object]]) -> None:
+        """Sends what fell due: releases (one request), then removals of the applications those
+        releases completed, then arrivals (applications, then their asks)."""
+        releases: list[si.AllocationRelease] = []
+        arrivals: list[AppPlan] = []
+        with self._cond:
+            now = self.clock.monotonic()
+            for _, kind, _, payload in due:
+                if kind == _RELEASE:
+                    app_id, key = payload  # type: ignore[misc]
+                    if key not in self._running:
+                        continue  # the core ended it already
+                    self._stop_running(now, key)
+                    self._releasing.add(key)
+                    releases.append(
+                        si.AllocationRelease(
+                            partition_name="default",
+                            application_id=app_id,
+                            termination_type=si.TerminationType.STOPPED_BY_RM,
+                            message="simulated run time over",
+                            allocation_key=key,
+                        )
+                    )
+                else:
+                    arrivals.append(payload)  # type: ignore[arg-type]
+        if releases:
+            self.proxy.update_allocation(
+                si.AllocationRequest(releases=si.AllocationReleasesRequest(tuple(releases)), rm_id=RM_ID)
+            )
+        self._remove_completed()
+        if arrivals:
+            self._submit(arrivals)
+
+    def _remove_completed(self) -> None:
+        with self._cond:
+            done, self._to_remove = self._to_remove, []
+            self.record.apps_completed += len(done)
+        if done:
+            removals = tuple(si.RemoveApplicationRequest(application_id=a, partition_name="default") for a in done)
+            self.proxy.update_application(si.ApplicationRequest(remove=removals, rm_id=RM_ID))
+
+    def _submit(self, apps: list[AppPlan]) -> None:
+        new = tuple(
+            si.AddApplicationRequest(
+                application_id=app.app_id,
+                queue_name=app.queue,
+                partition_name="default",
+                ugi=si.UserGroupInformation(user=USER),
+            )
+            for app in apps
+        )
+        self.proxy.update_application(si.ApplicationRequest(new=new, rm_id=RM_ID))
+        asks: list[si.Allocation] = []
+        with self._cond:
+            now = self.clock.monotonic()
+            if self._first_submit is None:
+                self._first_submit = now
+            for app in apps:
+                if app.app_id in self._rejected_apps:
+                    # Never submitted: its asks end here, as rejected.
+                    for _ in app.asks:
+                        self.record.rejected_asks += 1
+                        self._ask_finished(app.app_id)
+                    continue
+                for ask in app.asks:
+                    # Recorded before the request: in threaded mode the allocation can arrive
+                    # before update_allocation even returns.
+                    self._submitted_at[ask.key] = now
+                    asks.append(
+                        si.Allocation(
+                            allocation_key=ask.key,
+                            resource_per_alloc=Resource({MEMORY: ask.memory, VCORE: ask.vcore}),
+                            priority=app.priority,
+                            application_id=app.app_id,
+                            partition_name="default",
+                        )
+                    )
+        if asks:
+            self.proxy.update_allocation(si.AllocationRequest(allocations=tuple(asks), rm_id=RM_ID))
+
+    def _report_progress(self) -> None:
+        if self._progress is not None:
+            self._progress(self._finished, self.record.total_asks, self.clock.monotonic())
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run(self, timeout: float = 600.0) -> SimulationRecord:
+        """Plays the workload to the end (every ask released or rejected) or until ``timeout``
+        wall seconds pass, then stops the core. Returns the record; call once."""
+        if self._ran:
+            raise RuntimeError("a SimulatedRM runs once: make a new one")
+        self._ran = True
+        started = time.perf_counter()
+        deadline = time.monotonic() + timeout
+        try:
+            self._setup()
+            if self.mode == "lockstep":
+                self._run_lockstep(deadline)
+            else:
+                self._run_threaded(deadline)
+        finally:
+            self.scheduler.stop()
+            self.record.wall_seconds = time.perf_counter() - started
+            self.record.cycles = self.scheduler.cycles
+            self.proxy.stop()
+        self._finish_record()
+        return self.record
+
+    def _run_lockstep(self, deadline: float) -> None:
+        # Everything runs on this thread (the callbacks too, inside schedule_once and the proxy
+        # calls), so the heap is only read here between calls; the lock is taken where the
+        # bookkeeping helpers expect it, which costs little next to a cycle.
+        clock = self.clock
+        assert isinstance(clock, ManualClock)
+        cycle_time = self.spec.cycle_time
+        schedule_once = self.scheduler.schedule_once
+        iterations = 0
+        while True:
+            with self._cond:
+                due = self._take_due(clock.monotonic())
+            if due:
+                self._apply(due)
+            self._remove_completed()
+            if self._done():
+                return
+            iterations += 1
+            if iterations % 256 == 0:
+                self._report_progress()
+                if time.monotonic() > deadline:
+                    self.record.problems.append("timed out (wall clock) before every ask finished")
+                    return
+            # The cycle's simulated cost is paid before its results reach the RM.
+            if cycle_time:
+                clock.advance(cycle_time)
+            if schedule_once():
+                continue
+            # Nothing placed: nothing changes until the next event, so jump to it.
+            if not self._heap:
+                self.record.problems.append(
+                    f"stuck: {self.record.total_asks - self._finished} asks can never be placed "
+                    "(the scheduler is idle and nothing is running)"
+                )
+                return
+            wait = self._heap[0][0] - clock.monotonic()
+            if wait > 0:
+                clock.advance(wait)
+
+    def _run_threaded(self, deadline: float) -> None:
+        clock = self.clock
+        assert isinstance(clock, ScaledClock)
+        self.scheduler.start()
+        next_progress = 0.0
+        while True:
+            with self._cond:
+                while True:
+                    if self._done():
+                        return
+                    now = clock.monotonic()
+                    if self._to_remove or (self._heap and self._heap[0][0] <= now):
+                        due = self._take_due(now)
+                        break
+                    left = deadline - time.monotonic()
+                    if left <= 0:
+                        self.record.problems.append("timed out (wall clock) before every ask finished")
+                        return
+                    # Sleep until the next event is due; a new allocation (which pushes a
+                    # release, maybe an earlier one) notifies and wakes us up sooner.
+                    wait = clock.real_seconds(self._heap[0][0] - now) if self._heap else 0.1
+                    self._cond.wait(min(wait, left, 0.1))
+            self._apply(due)
+            if time.monotonic() >= next_progress:
+                next_progress = time.monotonic() + 0.05
+                self._report_progress()
+
+    def _finish_record(self) -> None:
+        record = self.record
+        with self._cond:
+            # Integrate up to the end so the areas cover the whole run.
+            end = max(self._last_release, self._last_change)
+            self._change_usage_end(end)
+            start = self._first_submit or 0.0
+            record.sim_seconds = max(end - start, 0.0)
+            record.completed = self._finished == record.total_asks
+            if self._submitted_at:
+                record.problems.append(f"{len(self._submitted_at)} asks were never allocated")
+            if self._running:
+                record.problems.append(f"{len(self._running)} allocations were still running at the end")
+        self._report_progress()
+
+    def _change_usage_end(self, end: float) -> None:
+        elapsed = end - self._last_change
+        if elapsed > 0:
+            self.record.memory_seconds += self._used_memory * elapsed
+            self.record.vcore_seconds += self._used_vcore * elapsed
+            self.record.node_seconds += self._nodes_in_use * elapsed
+            self._last_change = end

@@ -1,0 +1,347 @@
+"""Runs a workload to completion and summarises it; the text progress bar of ``simulate``.
+
+:func:`run_simulation` plays one workload with one node sort policy (a fresh core each time)
+and returns a :class:`SimulationSummary`: allocations, throughput, latency percentiles,
+utilisation and completed applications. :func:`run_policies` does that for several policies
+on the same generated workload, which is how ``pyscheduler simulate`` compares ``fair`` with
+``binpacking``; :func:`format_summaries` prints the comparison.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, TextIO
+
+from pyscheduler.bench.machine import format_table
+from pyscheduler.sim.rm import ProgressFunc, SimMode, SimulatedRM, SimulationRecord
+from pyscheduler.sim.workload import Workload, WorkloadSpec
+
+__all__ = [
+    "LatencySummary",
+    "ProgressBar",
+    "SimulationSummary",
+    "UtilisationSummary",
+    "format_summaries",
+    "percentile",
+    "run_policies",
+    "run_simulation",
+    "summarise",
+]
+
+GIB = 1 << 30
+
+
+def percentile(ordered: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of sorted values, interpolating linearly between the two
+    nearest ranks (numpy's default), so it is monotonic in ``q``. 0.0 for no values."""
+    if not ordered:
+        return 0.0
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile must be within 0..100, got {q}")
+    position = (len(ordered) - 1) * q / 100
+    lower = math.floor(position)
+    upper = min(lower + 1, len(ordered) - 1)
+    fraction = position - lower
+    return ordered[lower] + (ordered[upper] - ordered[lower]) * fraction
+
+
+@dataclass(frozen=True)
+class LatencySummary:
+    """Ask submitted -> allocation received by the RM, in simulated seconds."""
+
+    p50: float
+    p90: float
+    p99: float
+    max: float
+    mean: float
+
+    @classmethod
+    def of(cls, latencies: Sequence[float]) -> LatencySummary:
+        ordered = sorted(latencies)
+        mean = sum(ordered) / len(ordered) if ordered else 0.0
+        return cls(
+            p50=percentile(ordered, 50),
+            p90=percentile(ordered, 90),
+            p99=percentile(ordered, 99),
+            max=ordered[-1] if ordered else 0.0,
+            mean=mean,
+        )
+
+
+@dataclass(frozen=True)
+class UtilisationSummary:
+    """How the node policy used the cluster, over the run's simulated time.
+
+    ``memory``/``vcore``: time-weighted mean fraction of the cluster allocated; ``peak_*``: the
+    highest fraction at any instant; ``nodes_in_use``: time-weighted mean number of nodes with at
+    least one allocation (binpacking should keep it low); ``packing``: allocated share of the
+    nodes in use (mean of memory and vcore over the node-seconds in use: how full the used
+    nodes were).
+    """
+
+    memory: float
+    vcore: float
+    peak_memory: float
+    peak_vcore: float
+    nodes_in_use: float
+    peak_nodes_in_use: int
+    packing: float
+
+    @classmethod
+    def of(cls, record: SimulationRecord) -> UtilisationSummary:
+        span = record.sim_seconds
+        memory = record.memory_seconds / (record.cluster_memory * span) if span > 0 else 0.0
+        vcore = record.vcore_seconds / (record.cluster_vcore * span) if span > 0 else 0.0
+        in_use = record.node_seconds / span if span > 0 else 0.0
+        if record.node_seconds > 0:
+            packing = (
+                record.memory_seconds / (record.node_memory * record.node_seconds)
+                + record.vcore_seconds / (record.node_vcore * record.node_seconds)
+            ) / 2
+        else:
+            packing = 0.0
+        return cls(
+            memory=memory,
+            vcore=vcore,
+            peak_memory=record.peak_memory / record.cluster_memory if record.cluster_memory else 0.0,
+            peak_vcore=record.peak_vcore / record.cluster_vcore if record.cluster_vcore else 0.0,
+            nodes_in_use=in_use,
+            peak_nodes_in_use=record.peak_nodes_in_use,
+            packing=packing,
+        )
+
+
+@dataclass(frozen=True)
+class SimulationSummary:
+    """One run of a workload with one node sort policy."""
+
+    policy: str
+    mode: SimMode
+    node_ordering: str
+    seed: int
+    nodes: int
+    apps: int
+    asks: int
+    allocations: int
+    releases: int
+    rejected_asks: int
+    apps_completed: int
+    cycles: int
+    wall_seconds: float
+    sim_seconds: float
+    #: Allocations per wall-clock second (scheduler and simulated RM together).
+    throughput: float
+    #: Allocations per simulated second (depends on the workload's arrivals, not the machine).
+    sim_throughput: float
+    latency: LatencySummary
+    utilisation: UtilisationSummary
+    completed: bool
+    problems: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-serialisable form (nested dicts for latency and utilisation)."""
+        return asdict(self)
+
+
+def summarise(record: SimulationRecord, seed: int) -> SimulationSummary:
+    """Turns a run's raw record into its summary."""
+    return SimulationSummary(
+        policy=record.policy,
+        mode=record.mode,
+        node_ordering="native" if record.native_node_ordering else "python",
+        seed=seed,
+        nodes=record.node_count,
+        apps=record.total_apps,
+        asks=record.total_asks,
+        allocations=record.allocations,
+        releases=record.releases_confirmed,
+        rejected_asks=record.rejected_asks,
+        apps_completed=record.apps_completed,
+        cycles=record.cycles,
+        wall_seconds=record.wall_seconds,
+        sim_seconds=record.sim_seconds,
+        throughput=record.allocations / record.wall_seconds if record.wall_seconds > 0 else 0.0,
+        sim_throughput=record.allocations / record.sim_seconds if record.sim_seconds > 0 else 0.0,
+        latency=LatencySummary.of(record.latencies),
+        utilisation=UtilisationSummary.of(record),
+        completed=record.completed,
+        # Many rejections would flood a report: keep the first few, and say how many.
+        problems=_first_problems(record.problems),
+    )
+
+
+def _first_problems(problems: Sequence[str], keep: int = 10) -> tuple[str, ...]:
+    if len(problems) <= keep:
+        return tuple(problems)
+    return (*problems[:keep], f"... and {len(problems) - keep} more")
+
+
+def run_simulation(
+    workload: WorkloadSpec | Workload,
+    *,
+    policy: str = "fair",
+    mode: SimMode = "lockstep",
+    native_node_ordering: bool = True,
+    speed: float = 100.0,
+    timeout: float = 600.0,
+    progress: ProgressFunc | None = None,
+) -> SimulationSummary:
+    """Runs a workload to completion on a fresh core and summarises it.
+
+    ``speed`` (threaded mode only): simulated seconds per wall second. ``timeout``: wall
+    seconds before the run is abandoned (the summary then says ``completed=False``).
+    """
+    plan = workload.generate() if isinstance(workload, WorkloadSpec) else workload
+    rm = SimulatedRM(
+        plan, policy=policy, mode=mode, native_node_ordering=native_node_ordering, speed=speed, progress=progress
+    )
+    return summarise(rm.run(timeout=timeout), plan.spec.seed)
+
+
+def run_policies(
+    spec: WorkloadSpec,
+    policies: Sequence[str] = ("fair", "binpacking"),
+    *,
+    mode: SimMode = "lockstep",
+    native_node_ordering: bool = True,
+    speed: float = 100.0,
+    timeout: float = 600.0,
+    progress: Callable[[str], ProgressFunc | None] | None = None,
+) -> list[SimulationSummary]:
+    """Runs the same generated workload once per policy. ``progress(policy)`` may return the
+    progress function for that policy's run."""
+    plan = spec.generate()
+    return [
+        run_simulation(
+            plan,
+            policy=policy,
+            mode=mode,
+            native_node_ordering=native_node_ordering,
+            speed=speed,
+            timeout=timeout,
+            progress=progress(policy) if progress is not None else None,
+        )
+        for policy in policies
+    ]
+
+
+# -- presentation ---------------------------------------------------------------------------------
+
+
+def describe_workload(spec: WorkloadSpec, plan: Workload | None = None) -> str:
+    """One paragraph saying what is simulated."""
+    plan = plan or spec.generate()
+    queues = ", ".join(f"{q} ({w:g})" for q, w in zip(spec.queues, spec.queue_weights, strict=True))
+    arrival = "all at once" if spec.arrival == "burst" else f"{spec.arrival}, {spec.arrival_rate:g}/s"
+    return (
+        f"workload (seed {spec.seed}): {spec.node_count:,} nodes of {_gib(spec.node_memory)} / "
+        f"{_cores(spec.node_vcore)}; {len(plan.apps):,} applications, {plan.total_asks:,} asks; "
+        f"queues {queues}; arrivals {arrival}; run times {spec.run_time.low:g}-{spec.run_time.high:g} s"
+    )
+
+
+def _gib(value: float) -> str:
+    return f"{value / GIB:.3g} GiB"
+
+
+def _cores(millis: float) -> str:
+    return f"{millis / 1000:.3g} cores"
+
+
+def _seconds(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f} s"
+    if value >= 1:
+        return f"{value:.2f} s"
+    return f"{value * 1000:.1f} ms"
+
+
+def _pct(value: float) -> str:
+    return f"{value * 100:.1f} %"
+
+
+def format_summaries(summaries: Sequence[SimulationSummary]) -> str:
+    """The summary table: one column per run (policy), one row per figure."""
+    rows: list[tuple[str, Callable[[SimulationSummary], str]]] = [
+        ("mode / node ordering", lambda s: f"{s.mode} / {s.node_ordering}"),
+        ("allocations", lambda s: f"{s.allocations:,} of {s.asks:,} asks"),
+        ("released", lambda s: f"{s.releases:,}"),
+        ("rejected asks", lambda s: f"{s.rejected_asks:,}"),
+        ("apps completed", lambda s: f"{s.apps_completed:,} of {s.apps:,}"),
+        ("scheduling cycles", lambda s: f"{s.cycles:,}"),
+        ("wall time", lambda s: _seconds(s.wall_seconds)),
+        ("throughput (allocations / wall s)", lambda s: f"{s.throughput:,.0f}"),
+        ("simulated time", lambda s: _seconds(s.sim_seconds)),
+        ("allocations / simulated s", lambda s: f"{s.sim_throughput:,.1f}"),
+        ("latency p50", lambda s: _seconds(s.latency.p50)),
+        ("latency p90", lambda s: _seconds(s.latency.p90)),
+        ("latency p99", lambda s: _seconds(s.latency.p99)),
+        ("latency max", lambda s: _seconds(s.latency.max)),
+        ("memory utilisation (mean / peak)", lambda s: f"{_pct(s.utilisation.memory)} / {_pct(s.utilisation.peak_memory)}"),
+        ("vcore utilisation (mean / peak)", lambda s: f"{_pct(s.utilisation.vcore)} / {_pct(s.utilisation.peak_vcore)}"),
+        ("nodes in use (mean / peak)", lambda s: f"{s.utilisation.nodes_in_use:,.1f} / {s.utilisation.peak_nodes_in_use:,} of {s.nodes:,}"),
+        ("packing of nodes in use", lambda s: _pct(s.utilisation.packing)),
+        ("completed", lambda s: "yes" if s.completed else "NO"),
+    ]
+    table = format_table(
+        ["", *(s.policy for s in summaries)],
+        [[label, *(cell(s) for s in summaries)] for label, cell in rows],
+        align="l" + "r" * len(summaries),
+    )
+    notes = [f"- {s.policy}: {problem}" for s in summaries for problem in s.problems]
+    return table + ("\n\nProblems:\n" + "\n".join(notes) if notes else "")
+
+
+class ProgressBar:
+    """A text progress bar on a stream (stderr by default).
+
+    On a terminal it redraws one line in place, at most ten times a second; on anything else
+    (a pipe, a log file) it prints a line at every 10 % so the output stays readable.
+    Call it as a :data:`~pyscheduler.sim.rm.ProgressFunc`; :meth:`close` ends the line.
+    """
+
+    WIDTH = 30
+
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+        self.label = label
+        self.stream = stream if stream is not None else sys.stderr
+        self.interactive = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._last_draw = 0.0
+        self._last_decile = -1
+        self._drawn = False
+        self._last_len = 0
+
+    def __call__(self, done: int, total: int, sim_seconds: float) -> None:
+        fraction = done / total if total else 1.0
+        if self.interactive:
+            now = time.monotonic()
+            if now - self._last_draw < 0.1 and done < total:
+                return
+            self._last_draw = now
+            line = self._line(done, total, fraction, sim_seconds)
+            # Padded to the previous line's length so a shorter line leaves no leftovers.
+            self.stream.write("\r" + line.ljust(self._last_len))
+            self._last_len = len(line)
+            self._drawn = True
+        else:
+            decile = int(fraction * 10)
+            if decile == self._last_decile:
+                return
+            self._last_decile = decile
+            self.stream.write(self._line(done, total, fraction, sim_seconds) + "\n")
+        self.stream.flush()
+
+    def _line(self, done: int, total: int, fraction: float, sim_seconds: float) -> str:
+        filled = int(fraction * self.WIDTH)
+        bar = "#" * filled + "." * (self.WIDTH - filled)
+        return f"{self.label} [{bar}] {fraction * 100:5.1f} % {done:,}/{total:,} asks done, t={sim_seconds:,.1f} s"
+
+    def close(self) -> None:
+        """Ends the in-place line (so what follows starts on a fresh one)."""
+        if self.interactive and self._drawn:
+            self.stream.write("\n")
+            self.stream.flush()

@@ -1,0 +1,533 @@
+"""Workload descriptions for the simulator, and their deterministic generation.
+
+A :class:`WorkloadSpec` says what to simulate: the nodes (count and size), the leaf queues
+(with a weight each: how applications spread over them), the applications (count, asks per
+application, ask size, priority, run time of each allocation) and how applications arrive.
+:meth:`WorkloadSpec.generate` turns it into a :class:`Workload`: the concrete applications
+and asks, drawn from ``random.Random(seed)`` in a fixed order, so one spec (seed included)
+always gives the same workload, on any machine and Python version that keeps ``random``'s
+documented sequence for ``randint``, ``uniform``, ``choices`` and ``expovariate``.
+
+The file format (YAML or JSON; every key optional, a missing key takes the default
+workload's value) is documented in ``docs/simulator.md``; :meth:`WorkloadSpec.from_mapping`
+reads it, :meth:`WorkloadSpec.to_mapping` writes it back.
+
+Inside, resource quantities are the SI's: memory in bytes, vcore in millicores. In a file they
+are read exactly as queues.yaml reads them (Kubernetes' quantity grammar, numbers included):
+``4Gi``, ``512Mi``, ``1073741824`` (bytes) for memory; ``2`` (two cores), ``500m`` for vcore.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from pyscheduler.common.resources import MEMORY, VCORE, ResourceError, parse_quantity
+
+__all__ = [
+    "ARRIVAL_PATTERNS",
+    "AppPlan",
+    "AskPlan",
+    "FloatRange",
+    "IntRange",
+    "Workload",
+    "WorkloadError",
+    "WorkloadSpec",
+]
+
+MIB: Final = 1 << 20
+GIB: Final = 1 << 30
+
+#: How applications arrive: all at once, evenly spaced at ``rate`` per second, or as a
+#: Poisson process of ``rate`` per second (exponential gaps). The first one arrives at 0.
+ARRIVAL_PATTERNS: Final = ("burst", "uniform", "poisson")
+
+# A queue path element, as queues.yaml allows it (lower-cased by the core anyway).
+_QUEUE_NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
+
+
+class WorkloadError(ValueError):
+    """A workload description that cannot be used; the message names the key and the problem."""
+
+
+# -- ranges ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class IntRange:
+    """An inclusive range of integers, sampled uniformly (``low == high``: a constant)."""
+
+    low: int
+    high: int
+
+    def sample(self, rng: random.Random) -> int:
+        """One value drawn from ``rng``. A constant draws nothing, so it never shifts the stream."""
+        return self.low if self.low == self.high else rng.randint(self.low, self.high)
+
+    @property
+    def mean(self) -> float:
+        return (self.low + self.high) / 2
+
+    def to_json(self) -> int | list[int]:
+        """The file-format value: a number for a constant, else ``[low, high]``."""
+        return self.low if self.low == self.high else [self.low, self.high]
+
+
+@dataclass(frozen=True)
+class FloatRange:
+    """An inclusive range of seconds, sampled uniformly and rounded to the millisecond
+    (readable, and the same on every platform's float formatting)."""
+
+    low: float
+    high: float
+
+    def sample(self, rng: random.Random) -> float:
+        """One value drawn from ``rng``. A constant draws nothing, so it never shifts the stream."""
+        return self.low if self.low == self.high else round(rng.uniform(self.low, self.high), 3)
+
+    @property
+    def mean(self) -> float:
+        return (self.low + self.high) / 2
+
+    def to_json(self) -> float | list[float]:
+        """The file-format value: a number for a constant, else ``[low, high]``."""
+        return self.low if self.low == self.high else [self.low, self.high]
+
+
+# -- the generated workload ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AskPlan:
+    """One ask of a generated application: its key, size and how long its allocation runs."""
+
+    key: str
+    memory: int
+    vcore: int
+    run_time: float
+
+
+@dataclass(frozen=True)
+class AppPlan:
+    """One generated application: submitted with all its asks at ``arrival`` (seconds)."""
+
+    app_id: str
+    queue: str
+    arrival: float
+    priority: int
+    asks: tuple[AskPlan, ...]
+
+
+@dataclass(frozen=True)
+class Workload:
+    """The concrete applications of a spec, in arrival order."""
+
+    spec: WorkloadSpec
+    apps: tuple[AppPlan, ...]
+
+    @property
+    def total_asks(self) -> int:
+        return sum(len(app.asks) for app in self.apps)
+
+    @property
+    def cluster_memory(self) -> int:
+        return self.spec.node_count * self.spec.node_memory
+
+    @property
+    def cluster_vcore(self) -> int:
+        return self.spec.node_count * self.spec.node_vcore
+
+
+# -- the spec ----------------------------------------------------------------------------------
+
+#: The file key each field is read from, so that errors name what the user wrote.
+_KEY_OF_FIELD: Final = {
+    "seed": "seed",
+    "node_count": "nodes.count",
+    "node_memory": "nodes.memory",
+    "node_vcore": "nodes.vcore",
+    "queues": "queues",
+    "queue_weights": "queues",
+    "app_count": "applications.count",
+    "asks_per_app": "applications.asks",
+    "ask_memory": "applications.memory",
+    "ask_vcore": "applications.vcore",
+    "priority": "applications.priority",
+    "run_time": "applications.run_time",
+    "arrival": "arrival.pattern",
+    "arrival_rate": "arrival.rate",
+    "cycle_time": "cycle_time",
+}
+
+_INT32_MAX: Final = (1 << 31) - 1
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """What to simulate; every field has the default workload's value.
+
+    The default is a moderately loaded cluster: 100 nodes of 32 GiB / 8 cores, three leaf
+    queues weighted 2:1:1, 200 applications of 5-40 asks (4,440 in all with seed 1) arriving
+    at 0.55 per second, asks of 512 MiB-4 GiB and 0.25-1.5 cores that run 10-120 s. On
+    average about 45 % of the memory and 65 % of the vcores are allocated; Poisson bursts
+    briefly fill the vcores, so some asks wait seconds for a release.
+    """
+
+    seed: int = 1
+    node_count: int = 100
+    node_memory: int = 32 * GIB
+    node_vcore: int = 8_000
+    #: Leaf queue paths (``root.`` is prepended to names that lack it).
+    queues: tuple[str, ...] = ("root.a", "root.b", "root.c")
+    #: One positive weight per queue: the share of applications submitted to it.
+    queue_weights: tuple[float, ...] = (2.0, 1.0, 1.0)
+    app_count: int = 200
+    asks_per_app: IntRange = IntRange(5, 40)
+    ask_memory: IntRange = IntRange(512 * MIB, 4 * GIB)
+    ask_vcore: IntRange = IntRange(250, 1_500)
+    #: Drawn once per application: every ask of an application has its priority.
+    priority: IntRange = IntRange(0, 3)
+    #: Seconds an allocation runs before the RM releases it, drawn per ask.
+    run_time: FloatRange = FloatRange(10.0, 120.0)
+    arrival: str = "poisson"
+    #: Applications per second (uniform and poisson; ignored for burst).
+    arrival_rate: float = 0.55
+    #: Simulated seconds one scheduling cycle takes in lockstep mode: with one allocation per
+    #: cycle, this is what makes a burst of asks queue up in simulated time (0.1 ms: about
+    #: the 10,000 allocations/s the core manages; 0 makes every cycle instantaneous).
+    cycle_time: float = 0.0001
+
+    def __post_init__(self) -> None:
+        for reason in self._problems():
+            raise WorkloadError(reason)
+
+    def _problems(self) -> list[str]:
+        """Every problem with the values, first one first (``__post_init__`` raises it)."""
+        k = _KEY_OF_FIELD
+        problems: list[str] = []
+
+        def positive(name: str, value: float) -> None:
+            if not value > 0:
+                problems.append(f"{k[name]}: must be positive, got {value}")
+
+        def int_range(name: str, rng: IntRange, minimum: int) -> None:
+            if rng.low < minimum:
+                problems.append(f"{k[name]}: must be at least {minimum}, got {rng.low}")
+            if rng.low > rng.high:
+                problems.append(f"{k[name]}: the minimum {rng.low} is larger than the maximum {rng.high}")
+
+        positive("node_count", self.node_count)
+        positive("node_memory", self.node_memory)
+        positive("node_vcore", self.node_vcore)
+        positive("app_count", self.app_count)
+        int_range("asks_per_app", self.asks_per_app, 1)
+        int_range("ask_memory", self.ask_memory, 1)
+        int_range("ask_vcore", self.ask_vcore, 1)
+        int_range("priority", self.priority, -_INT32_MAX - 1)
+        if self.priority.high > _INT32_MAX:
+            problems.append(f"{k['priority']}: must fit in int32, got {self.priority.high}")
+        if not (math.isfinite(self.run_time.low) and math.isfinite(self.run_time.high)):
+            problems.append(f"{k['run_time']}: must be finite, got {self.run_time.to_json()}")
+        elif self.run_time.low < 0 or self.run_time.low > self.run_time.high:
+            problems.append(f"{k['run_time']}: needs 0 <= minimum <= maximum, got {self.run_time.to_json()}")
+        # An ask larger than a node could never be placed: the run would never finish.
+        if self.ask_memory.high > self.node_memory:
+            problems.append(
+                f"{k['ask_memory']}: the largest ask ({self.ask_memory.high}) does not fit a node "
+                f"({k['node_memory']} = {self.node_memory})"
+            )
+        if self.ask_vcore.high > self.node_vcore:
+            problems.append(
+                f"{k['ask_vcore']}: the largest ask ({self.ask_vcore.high}) does not fit a node "
+                f"({k['node_vcore']} = {self.node_vcore})"
+            )
+        if not self.queues:
+            problems.append("queues: at least one leaf queue is needed")
+        if len(self.queue_weights) != len(self.queues):
+            problems.append(f"queues: {len(self.queues)} queues but {len(self.queue_weights)} weights")
+        for path in self.queues:
+            parts = path.split(".")
+            if parts[0] != "root" or len(parts) < 2 or not all(_QUEUE_NAME.match(p) for p in parts[1:]):
+                problems.append(
+                    f"queues: {path!r} is not a leaf queue path (root.<name>[.<name>...], names of "
+                    "lower-case letters, digits, '_' and '-')"
+                )
+        if len(set(self.queues)) != len(self.queues):
+            problems.append("queues: a queue is listed twice")
+        for path in self.queues:
+            if any(other.startswith(path + ".") for other in self.queues):
+                problems.append(f"queues: {path!r} is a parent of another listed queue, not a leaf")
+        for weight in self.queue_weights:
+            if not (math.isfinite(weight) and weight > 0):
+                problems.append(f"queues: weights must be positive numbers, got {weight}")
+        if self.arrival not in ARRIVAL_PATTERNS:
+            problems.append(f"{k['arrival']}: must be one of {', '.join(ARRIVAL_PATTERNS)}, got {self.arrival!r}")
+        elif self.arrival != "burst" and not (math.isfinite(self.arrival_rate) and self.arrival_rate > 0):
+            problems.append(f"{k['arrival_rate']}: must be a positive number of applications per second, "
+                            f"got {self.arrival_rate}")
+        if not (math.isfinite(self.cycle_time) and self.cycle_time >= 0):
+            problems.append(f"{k['cycle_time']}: must be zero or a positive number of seconds, got {self.cycle_time}")
+        return problems
+
+    # -- generation ---------------------------------------------------------------------------
+
+    def generate(self) -> Workload:
+        """The concrete workload: the same spec always gives the same applications and asks.
+
+        Draw order (fixed, so adding a field's draw later must not reorder these): per
+        application, queue, priority, ask count, then per ask memory, vcore and run time,
+        then the gap to the next arrival.
+        """
+        rng = random.Random(self.seed)
+        apps: list[AppPlan] = []
+        arrival = 0.0
+        for i in range(self.app_count):
+            app_id = f"app-{i:05d}"
+            queue = rng.choices(self.queues, weights=self.queue_weights)[0]
+            priority = self.priority.sample(rng)
+            asks = tuple(
+                AskPlan(
+                    key=f"{app_id}-ask-{j:04d}",
+                    memory=self.ask_memory.sample(rng),
+                    vcore=self.ask_vcore.sample(rng),
+                    run_time=self.run_time.sample(rng),
+                )
+                for j in range(self.asks_per_app.sample(rng))
+            )
+            apps.append(AppPlan(app_id, queue, round(arrival, 3), priority, asks))
+            if self.arrival == "uniform":
+                arrival += 1.0 / self.arrival_rate
+            elif self.arrival == "poisson":
+                arrival += rng.expovariate(self.arrival_rate)
+        return Workload(self, tuple(apps))
+
+    def queues_yaml(self, policy: str) -> str:
+        """The queues.yaml for this workload: one partition, the listed leaves (and the parents
+        they need) under a root open to everyone, with node sort policy ``policy``."""
+        tree: dict[str, Any] = {}
+        for path in self.queues:
+            node = tree
+            for name in path.split(".")[1:]:
+                node = node.setdefault(name, {})
+
+        def queues(children: dict[str, Any]) -> list[dict[str, Any]]:
+            result = []
+            for name, grandchildren in children.items():
+                entry: dict[str, Any] = {"name": name}
+                if grandchildren:
+                    entry["queues"] = queues(grandchildren)
+                result.append(entry)
+            return result
+
+        config = {
+            "partitions": [
+                {
+                    "name": "default",
+                    "nodesortpolicy": {"type": policy},
+                    "queues": [{"name": "root", "submitacl": "*", "queues": queues(tree)}],
+                }
+            ]
+        }
+        # JSON is YAML: no need to depend on a YAML emitter's formatting.
+        return json.dumps(config, indent=2)
+
+    # -- the file format --------------------------------------------------------------------
+
+    def to_mapping(self) -> dict[str, Any]:
+        """The file format for this spec (``from_mapping(spec.to_mapping()) == spec``)."""
+        return {
+            "seed": self.seed,
+            "nodes": {"count": self.node_count, "memory": self.node_memory, "vcore": _millicores(self.node_vcore)},
+            "queues": dict(zip(self.queues, self.queue_weights, strict=True)),
+            "applications": {
+                "count": self.app_count,
+                "asks": self.asks_per_app.to_json(),
+                "memory": self.ask_memory.to_json(),
+                "vcore": _vcore_json(self.ask_vcore),
+                "priority": self.priority.to_json(),
+                "run_time": self.run_time.to_json(),
+            },
+            "arrival": {"pattern": self.arrival, "rate": self.arrival_rate},
+            "cycle_time": self.cycle_time,
+        }
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> WorkloadSpec:
+        """Reads the file format (see ``docs/simulator.md``). Raises :class:`WorkloadError`
+        naming the key for an unknown key, a value of the wrong type or an impossible value."""
+        if not isinstance(data, Mapping):
+            raise WorkloadError(f"a workload is a mapping of keys to values, got {type(data).__name__}")
+        default = cls()
+        _only(data, "", ("seed", "nodes", "queues", "applications", "arrival", "cycle_time"))
+        values: dict[str, Any] = {}
+        if "seed" in data:
+            values["seed"] = _int(data["seed"], "seed")
+        nodes = _section(data, "nodes", ("count", "memory", "vcore"))
+        if "count" in nodes:
+            values["node_count"] = _int(nodes["count"], "nodes.count")
+        if "memory" in nodes:
+            values["node_memory"] = _quantity(MEMORY, nodes["memory"], "nodes.memory")
+        if "vcore" in nodes:
+            values["node_vcore"] = _quantity(VCORE, nodes["vcore"], "nodes.vcore")
+        if "queues" in data:
+            values["queues"], values["queue_weights"] = _queues(data["queues"])
+        apps = _section(data, "applications", ("count", "asks", "memory", "vcore", "priority", "run_time"))
+        if "count" in apps:
+            values["app_count"] = _int(apps["count"], "applications.count")
+        if "asks" in apps:
+            values["asks_per_app"] = _int_range(apps["asks"], "applications.asks", _int)
+        if "memory" in apps:
+            values["ask_memory"] = _int_range(apps["memory"], "applications.memory", lambda v, p: _quantity(MEMORY, v, p))
+        if "vcore" in apps:
+            values["ask_vcore"] = _int_range(apps["vcore"], "applications.vcore", lambda v, p: _quantity(VCORE, v, p))
+        if "priority" in apps:
+            values["priority"] = _int_range(apps["priority"], "applications.priority", _int)
+        if "run_time" in apps:
+            values["run_time"] = _float_range(apps["run_time"], "applications.run_time")
+        arrival = _section(data, "arrival", ("pattern", "rate"))
+        if "pattern" in arrival:
+            pattern = arrival["pattern"]
+            if not isinstance(pattern, str):
+                raise WorkloadError(f"arrival.pattern: expected one of {', '.join(ARRIVAL_PATTERNS)}, got {pattern!r}")
+            values["arrival"] = pattern
+        if "rate" in arrival:
+            values["arrival_rate"] = _float(arrival["rate"], "arrival.rate")
+        if "cycle_time" in data:
+            values["cycle_time"] = _float(data["cycle_time"], "cycle_time")
+        merged = {name: getattr(default, name) for name in _KEY_OF_FIELD}
+        merged.update(values)
+        return cls(**merged)
+
+    @classmethod
+    def from_text(cls, text: str, *, json_only: bool = False) -> WorkloadSpec:
+        """Reads a YAML (or JSON: JSON is YAML) document. Raises :class:`WorkloadError`."""
+        if json_only:
+            try:
+                data = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise WorkloadError(f"not valid JSON: {exc}") from None
+        else:
+            import yaml  # deferred: only file-based workloads need it
+
+            try:
+                data = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise WorkloadError(f"not valid YAML: {' '.join(str(exc).split())}") from None
+        if data is None:
+            data = {}  # an empty file: the default workload
+        return cls.from_mapping(data)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> WorkloadSpec:
+        """Reads a workload file: ``.json`` as JSON, anything else as YAML. Raises
+        :class:`WorkloadError` prefixed with the file name (``OSError`` if unreadable)."""
+        path = Path(path)
+        text = path.read_text(encoding="utf-8")
+        try:
+            return cls.from_text(text, json_only=path.suffix.lower() == ".json")
+        except WorkloadError as exc:
+            raise WorkloadError(f"{path}: {exc}") from None
+
+
+# -- file-format readers -------------------------------------------------------------------------
+
+
+def _only(data: Mapping[str, Any], where: str, allowed: tuple[str, ...]) -> None:
+    for key in data:
+        if key not in allowed:
+            place = f"{where}: " if where else ""
+            raise WorkloadError(f"{place}unknown key {key!r} (expected one of: {', '.join(allowed)})")
+
+
+def _section(data: Mapping[str, Any], name: str, allowed: tuple[str, ...]) -> Mapping[str, Any]:
+    section = data.get(name)
+    if section is None:
+        return {}
+    if not isinstance(section, Mapping):
+        raise WorkloadError(f"{name}: expected a mapping with keys {', '.join(allowed)}, got {section!r}")
+    _only(section, name, allowed)
+    return section
+
+
+def _int(value: Any, path: str) -> int:
+    # bool is an int subclass: "count: yes" is a mistake, not 1.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WorkloadError(f"{path}: expected an integer, got {value!r}")
+    return value
+
+
+def _float(value: Any, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise WorkloadError(f"{path}: expected a number, got {value!r}")
+    return float(value)
+
+
+def _quantity(name: str, value: Any, path: str) -> int:
+    """A quantity as queues.yaml reads it: a number is the same as its text (vcore ``2`` is two
+    cores, as in the queue configuration), so the two files never disagree on units."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise WorkloadError(f"{path}: expected a quantity such as 4Gi, 512Mi, 2 or 500m, got {value!r}")
+    try:
+        return parse_quantity(name, str(value), path)
+    except ResourceError as exc:
+        raise WorkloadError(str(exc)) from None
+
+
+def _millicores(value: int) -> str:
+    """A vcore quantity in the file format (whole cores when exact, else millicores)."""
+    return str(value // 1000) if value % 1000 == 0 else f"{value}m"
+
+
+def _vcore_json(rng: IntRange) -> str | list[str]:
+    return _millicores(rng.low) if rng.low == rng.high else [_millicores(rng.low), _millicores(rng.high)]
+
+
+def _pair(value: Any, path: str) -> tuple[Any, Any]:
+    """``x`` -> (x, x); ``[lo, hi]`` or ``{min: lo, max: hi}`` -> (lo, hi)."""
+    if isinstance(value, list | tuple):
+        if len(value) != 2:
+            raise WorkloadError(f"{path}: a range is [minimum, maximum], got {len(value)} values")
+        return value[0], value[1]
+    if isinstance(value, Mapping):
+        _only(value, path, ("min", "max"))
+        if "min" not in value or "max" not in value:
+            raise WorkloadError(f"{path}: a range needs both min and max")
+        return value["min"], value["max"]
+    return value, value
+
+
+def _int_range(value: Any, path: str, read: Callable[[Any, str], int]) -> IntRange:
+    low, high = _pair(value, path)
+    return IntRange(read(low, path), read(high, path))
+
+
+def _float_range(value: Any, path: str) -> FloatRange:
+    low, high = _pair(value, path)
+    return FloatRange(_float(low, path), _float(high, path))
+
+
+def _queue_path(name: Any) -> str:
+    if not isinstance(name, str) or not name:
+        raise WorkloadError(f"queues: a queue name must be a non-empty string, got {name!r}")
+    name = name.strip().lower()
+    return name if name == "root" or name.startswith("root.") else f"root.{name}"
+
+
+def _queues(value: Any) -> tuple[tuple[str, ...], tuple[float, ...]]:
+    """A list of names (equal weights) or a mapping of name to weight."""
+    if isinstance(value, Mapping):
+        names = tuple(_queue_path(name) for name in value)
+        weights = tuple(_float(weight, f"queues.{name}") for name, weight in value.items())
+        return names, weights
+    if isinstance(value, list | tuple):
+        names = tuple(_queue_path(name) for name in value)
+        return names, tuple(1.0 for _ in names)
+    if isinstance(value, str):
+        return (_queue_path(value),), (1.0,)
+    raise WorkloadError(f"queues: expected a list of queue names or a mapping of name to weight, got {value!r}")
