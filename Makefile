@@ -1,7 +1,8 @@
 # pyscheduler: the README's commands. Every target sets up what it needs on a fresh machine.
-#   make test    venv + pinned deps, release build of the Rust extension, wheel, cargo test, pytest
+#   make serve   the REST service (YuniKorn's /ws/v1 API) on 127.0.0.1:9080 with the demo cluster
+#   make test    venv + pinned deps, release build of the Rust extension, wheels, cargo test, pytest
 #   make bench   the benchmarks (docs/benchmarks.md records their figures)
-#   make wheels  the pyscheduler wheel into dist/
+#   make wheels  the pyscheduler and pyscheduler-web wheels into dist/
 #   make clean   remove build output and the virtual environment
 
 PYTHON ?= python3
@@ -11,11 +12,15 @@ PY := $(BIN)/python
 STAMP := $(VENV)/.requirements-installed
 NATIVE_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 NATIVE_STAMP := $(VENV)/.native-built
+WEB_STAMP := $(VENV)/.web-installed
+WEB_SOURCES := web/pyproject.toml
 # Pytest options can be added on the command line: make test PYTEST_ARGS="-k ring -x"
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+# Options for `pyscheduler serve` (see `pyscheduler serve --help`): make serve SERVE_ARGS="--bind 0.0.0.0:9080"
+SERVE_ARGS ?=
 
-.PHONY: venv build test cargo-test pytest bench wheels clean
+.PHONY: venv build web serve test cargo-test pytest bench wheels clean
 
 venv: $(STAMP)
 
@@ -32,13 +37,27 @@ $(NATIVE_STAMP): $(STAMP) $(NATIVE_SOURCES)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(BIN)):$$PATH $(BIN)/maturin develop --release --quiet
 	touch $@
 
+# The REST service package, installed editable into .venv (its dependencies are pinned in
+# requirements/dev.txt, hence --no-deps; the core is the editable build above).
+web: $(WEB_STAMP)
+
+$(WEB_STAMP): $(NATIVE_STAMP) $(WEB_SOURCES)
+	$(BIN)/pip install --quiet --no-deps -e web
+	touch $@
+
+# The demo: the default configuration and the built-in simulated RM keeping a small cluster
+# busy. Ctrl-C stops it.
+serve: build web
+	$(BIN)/pyscheduler serve --demo $(SERVE_ARGS)
+
 wheels: $(STAMP)
 	$(BIN)/maturin build --release --quiet --out dist
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist ./web
 
 cargo-test:
 	cargo test --quiet
 
-pytest: build wheels
+pytest: build web wheels
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test: build wheels cargo-test pytest

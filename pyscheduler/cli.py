@@ -3,6 +3,10 @@
 Subcommands:
 
 - ``pyscheduler bench [FAMILY] [options]``: run benchmarks (see ``pyscheduler bench --help``).
+- ``pyscheduler serve [--config FILE] [--bind ADDR] [--demo] [--rm MODULE:CALLABLE]``: the REST
+  service (YuniKorn's ``/ws/v1`` API) under gunicorn with one scheduler in its worker; needs
+  the ``pyscheduler-web`` package (``pip install 'pyscheduler[web]'``), exit 1 without it.
+  An unreadable configuration exits 2, an invalid one 1.
 - ``pyscheduler simulate [WORKLOAD_FILE] [options]``: play a workload against the core with a
   simulated RM; progress bar on standard error, summary on standard output (exit 0). A
   workload file that cannot be read exits 2, an invalid one 1 (the error names the key), a
@@ -133,6 +137,84 @@ def _simulate(rest: list[str]) -> int:
     return 0 if all(s.completed for s in summaries) else 3
 
 
+#: What ``serve`` says when the web package is not installed.
+WEB_MISSING = (
+    "pyscheduler serve needs the REST service package, pyscheduler-web, which is not installed.\n"
+    "Install it with:  pip install 'pyscheduler[web]'\n"
+    "(in a source checkout:  pip install -e web)"
+)
+
+
+def _serve(rest: list[str]) -> int:
+    """``serve``: the REST service under gunicorn (see ``pyscheduler_web.server``)."""
+    parser = argparse.ArgumentParser(
+        prog="pyscheduler serve",
+        description="Serve YuniKorn's REST API (/ws/v1: partitions, queues, nodes, applications, events batch "
+        "and stream, metrics, ...) with gunicorn: one worker with threads, running one scheduler. Without --demo "
+        "or --rm the scheduler waits for an RM: embed one in the process with --rm (see README, 'The REST "
+        "service'). Any other gunicorn setting can be given in GUNICORN_CMD_ARGS.",
+    )
+    parser.add_argument(
+        "--config", metavar="FILE",
+        help="queues.yaml handed to the RMs (the demo RM registers with it; default: the built-in configuration)",
+    )
+    parser.add_argument("--bind", metavar="ADDR", help="address to listen on (default 127.0.0.1:9080)")
+    parser.add_argument(
+        "--demo", action="store_true",
+        help="attach the demo RM: a small simulated cluster kept busy, so queues, nodes, applications and events "
+        "show at once",
+    )
+    parser.add_argument("--demo-seed", type=int, default=1, metavar="N", help="seed of the demo workload (default 1)")
+    parser.add_argument(
+        "--rm", action="append", default=[], metavar="MODULE:CALLABLE",
+        help="attach an RM running in the served process: CALLABLE(service) registers it through service.proxy "
+        "(repeatable)",
+    )
+    parser.add_argument(
+        "--health-interval", type=float, default=30.0, metavar="SECONDS",
+        help="seconds between health checks (default 30; 0 or less: only the first check)",
+    )
+    parser.add_argument(
+        "--no-history", action="store_true",
+        help="do not keep the application and container history (/ws/v1/history/* answer 500)",
+    )
+    args = parser.parse_args(rest)
+    try:
+        from pyscheduler_web.server import serve
+        from pyscheduler_web.service import ServeOptions
+    except ImportError as exc:
+        if (exc.name or "pyscheduler_web").split(".")[0] == "pyscheduler_web":
+            print(WEB_MISSING, file=sys.stderr)
+        else:  # the package is there but one of its dependencies is not
+            print(f"pyscheduler serve: cannot load the web service ({exc}); reinstall it with "
+                  "pip install 'pyscheduler[web]'", file=sys.stderr)
+        return 1
+
+    from pyscheduler.config.validator import ConfigValidationError
+
+    options = ServeOptions(
+        config_path=args.config,
+        demo=args.demo,
+        demo_seed=args.demo_seed,
+        rms=tuple(args.rm),
+        health_interval=args.health_interval,
+        history=not args.no_history,
+    )
+    try:
+        options.read_config()  # fail here, before gunicorn forks, with the file's errors
+    except OSError as exc:
+        print(f"pyscheduler serve: cannot read {args.config}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    except UnicodeDecodeError as exc:
+        print(f"{args.config}: not UTF-8 text (byte {exc.start})", file=sys.stderr)
+        return 1
+    except ConfigValidationError as exc:
+        for error in exc.errors:
+            print(f"{args.config}: {error}", file=sys.stderr)
+        return 1
+    return serve(options, args.bind)
+
+
 def _validate_conf(rest: list[str]) -> int:
     """``validate-conf FILE``: parse and validate a queues.yaml without a scheduler."""
     parser = argparse.ArgumentParser(
@@ -175,6 +257,7 @@ def _read_bytes(path: str) -> bytes:
 
 _COMMANDS = {
     "bench": (_bench, "run the benchmarks (events memory and throughput, scheduling; see bench --help)"),
+    "serve": (_serve, "serve the REST API (YuniKorn's /ws/v1) with gunicorn; --demo for a busy demo cluster"),
     "simulate": (_simulate, "play a workload against the core with a simulated RM and print a summary"),
     "validate-conf": (_validate_conf, "check a queues.yaml file (- for stdin): prints 'valid' or the errors"),
     "version": (_version, "print the package and native-module versions"),

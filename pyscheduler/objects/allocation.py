@@ -35,16 +35,21 @@ class Allocation:
     node_id: str = ""
     allocated: bool = False
     allocation_time_ns: int = 0
-    #: Scheduling attempts that failed, by reason (YuniKorn's allocLog, shown by REST).
+    #: Scheduling attempts that failed, by reason (YuniKorn's allocLog, shown by REST), in
+    #: order of last occurrence; ``alloc_log_time`` has the last time of a reason when known.
     alloc_log: dict[str, int] = field(default_factory=dict)
+    alloc_log_time: dict[str, int] = field(default_factory=dict)
 
     def place(self, node_id: str, now_ns: int) -> None:
         self.node_id = node_id
         self.allocated = True
         self.allocation_time_ns = now_ns
 
-    def log_failure(self, reason: str) -> None:
-        self.alloc_log[reason] = self.alloc_log.get(reason, 0) + 1
+    def log_failure(self, reason: str, now_ns: int = 0) -> None:
+        # Re-inserted: the dict's order stays the order of last occurrence.
+        self.alloc_log[reason] = self.alloc_log.pop(reason, 0) + 1
+        if now_ns:
+            self.alloc_log_time[reason] = now_ns
 
 
 def ask_sort_key(ask: Allocation) -> tuple[int, int, str]:

@@ -446,7 +446,10 @@ class Partition:
         queue_path = app.queue.path if app.queue else ""
 
         def removed(alloc: Allocation) -> None:
-            done = not app.allocations
+            # Done only with nothing allocated and nothing pending (YuniKorn's
+            # hasZeroAllocations): an app that still waits for asks keeps running for its user,
+            # or another app could take its slot under maxapplications while it gets more.
+            done = not app.allocations and not app.asks
             self.ugm.decrease_usage(queue_path, app.app_id, app.user, app.groups, alloc.resource, done)
 
         return removed

@@ -216,18 +216,25 @@ class SchedulingCycle:
 
     def _reserve_closest(self, partition: Partition, ask: Allocation) -> None:
         """Reserves the schedulable node whose capacity holds the ask and whose available
-        resources come closest to fitting it (YuniKorn's FitInScore)."""
-        best: tuple[float, str] | None = None
+        resources come closest to fitting it (YuniKorn's FitInScore), among the nodes the RM's
+        predicates accept for a reservation (``allocate=False``, YuniKorn's preReserveConditions):
+        a node the RM refuses would otherwise stay reserved, and hidden, for nothing."""
+        candidates: list[tuple[float, str]] = []
         for node in partition.nodes.values():
             if not node.schedulable or not node.fits_capacity(ask.resource):
                 continue
             if not partition.reservations.can_reserve(node, required=False):
                 continue
-            score = _fit_in_score(ask.resource, node.available)
-            if best is None or (score, node.node_id) < best:
-                best = (score, node.node_id)
-        if best is not None:
-            partition.reservations.reserve(ask, partition.nodes[best[1]], required=False, now=self.context.clock.monotonic())
+            candidates.append((_fit_in_score(ask.resource, node.available), node.node_id))
+        predicates = self.context.predicates_for(partition)
+        for _, node_id in sorted(candidates):
+            if predicates is not None:
+                reason = check_predicates(predicates, PredicatesArgs(ask.allocation_key, node_id, False))
+                if reason:
+                    ask.log_failure(reason)
+                    continue
+            partition.reservations.reserve(ask, partition.nodes[node_id], required=False, now=self.context.clock.monotonic())
+            return
 
     # -- reservations ---------------------------------------------------------------------------------
 

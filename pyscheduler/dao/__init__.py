@@ -1,0 +1,68 @@
+"""Query functions behind YuniKorn's REST API (``/ws/v1/...``).
+
+Each function reads the scheduler under the objects' locks, changes nothing and returns plain
+JSON-ready data (dict, list, str, int, bool, float) shaped exactly like YuniKorn's DAO structs:
+the same keys, ``omitempty`` applied (zero values left out), maps with sorted keys, int64 values
+as ints. A bad request raises :class:`DAOError` (``status``, ``message``): :class:`NotFound` or
+:class:`BadRequest` with YuniKorn's exact message. The web layer only translates HTTP to these
+calls and serialises what they return.
+
+Partition parameters are the plain names (``default``), matched against the partition names
+without their ``[rmID]`` prefix.
+"""
+
+from pyscheduler.dao.applications import (
+    application,
+    applications_by_state,
+    queue_application,
+    queue_applications,
+    queue_applications_by_state,
+)
+from pyscheduler.dao.errors import BadRequest, DAOError, NotFound
+from pyscheduler.dao.nodes import node, nodes
+from pyscheduler.dao.partitions import partitions, placement_rules
+from pyscheduler.dao.queues import queue, queues
+from pyscheduler.dao.scheduler_info import (
+    HealthChecker,
+    clusters,
+    config,
+    health_check_interval,
+    healthcheck,
+    history_apps,
+    history_containers,
+    node_utilizations,
+    validate_conf,
+)
+from pyscheduler.dao.statedump import fullstatedump
+from pyscheduler.dao.usage import group, groups, user, users
+
+__all__ = [
+    "BadRequest",
+    "DAOError",
+    "HealthChecker",
+    "NotFound",
+    "application",
+    "applications_by_state",
+    "clusters",
+    "config",
+    "fullstatedump",
+    "group",
+    "groups",
+    "health_check_interval",
+    "healthcheck",
+    "history_apps",
+    "history_containers",
+    "node",
+    "node_utilizations",
+    "nodes",
+    "partitions",
+    "placement_rules",
+    "queue",
+    "queue_application",
+    "queue_applications",
+    "queue_applications_by_state",
+    "queues",
+    "user",
+    "users",
+    "validate_conf",
+]

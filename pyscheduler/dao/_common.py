@@ -1,0 +1,210 @@
+"""Helpers shared by the query functions: lookups, omitempty, resource maps, Go formats.
+
+Every DAO is a plain dict built the way YuniKorn's Go structs encode:
+
+- keys appear in the Go struct's field order; a field tagged ``omitempty`` is left out when
+  its value is zero, empty, false or nil (:func:`put`), the others are always set;
+- maps (resources, properties, tags...) have their keys sorted, as Go's encoder writes them;
+- resource quantities and percentages are ints, never floats.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+
+from pyscheduler.dao.errors import INVALID_QUEUE_NAME, PARTITION_NOT_FOUND, BadRequest, NotFound
+from pyscheduler.policies.placement import QUEUE_NAME_RE
+from pyscheduler.scheduler.context import external_name
+
+if TYPE_CHECKING:
+    from pyscheduler.objects.partition import Partition
+    from pyscheduler.scheduler.context import ClusterContext
+
+__all__ = [
+    "INT32_MIN",
+    "abs_used_capacity",
+    "find_partition",
+    "go_duration",
+    "parse_go_duration",
+    "put",
+    "res_map",
+    "sorted_map",
+    "sorted_partitions",
+    "validate_queue_path",
+]
+
+INT32_MIN = -(1 << 31)
+INT32_MAX = (1 << 31) - 1
+INT64_MIN = -(1 << 63)
+INT64_MAX = (1 << 63) - 1
+
+
+# -- lookups ------------------------------------------------------------------------------------
+
+
+def sorted_partitions(ctx: ClusterContext) -> list[Partition]:
+    """Every partition, by internal name (a copy taken under the context's lock)."""
+    with ctx.lock:
+        return [ctx.partitions[name] for name in sorted(ctx.partitions)]
+
+
+def find_partition(ctx: ClusterContext, name: str) -> Partition:
+    """The partition whose name without the ``[rmID]`` prefix is ``name`` (YuniKorn's
+    GetPartitionWithoutClusterID); raises NotFound ``Partition not found``."""
+    for partition in sorted_partitions(ctx):
+        if external_name(partition.name) == name:
+            return partition
+    raise NotFound(PARTITION_NOT_FOUND)
+
+
+def validate_queue_path(path: str) -> None:
+    """Each dot-separated part of a (non-empty) queue path must be a valid queue name
+    (YuniKorn's validateQueue); raises BadRequest with YuniKorn's message."""
+    if not path:
+        return
+    for part in path.split("."):
+        if not QUEUE_NAME_RE.fullmatch(part):
+            raise BadRequest(INVALID_QUEUE_NAME)
+
+
+# -- omitempty and maps -------------------------------------------------------------------------
+
+
+def put(out: dict[str, Any], key: str, value: Any) -> None:
+    """Sets ``key`` unless ``value`` is Go's zero value for an omitempty field (0, "", false,
+    nil, an empty map or slice)."""
+    if value is None or value is False:
+        return
+    if isinstance(value, int | float) and not isinstance(value, bool) and value == 0:
+        return
+    if isinstance(value, str | dict | list | tuple) and not value:
+        return
+    out[key] = value
+
+
+def sorted_map(values: Mapping[str, Any] | None) -> dict[str, Any]:
+    """A plain dict copy with its keys sorted (Go's encoder sorts map keys)."""
+    if not values:
+        return {}
+    return {key: values[key] for key in sorted(values)}
+
+
+def res_map(resource: Mapping[str, int] | None, *, prune: bool = False) -> dict[str, int]:
+    """A resource as ``{type: int64}`` with sorted keys; ``prune`` drops zero quantities (YuniKorn
+    prunes usage such as allocated and pending once it decreases)."""
+    if not resource:
+        return {}
+    return {key: int(resource[key]) for key in sorted(resource) if not prune or resource[key] != 0}
+
+
+def abs_used_capacity(capacity: Mapping[str, int] | None, used: Mapping[str, int] | None) -> dict[str, int]:
+    """YuniKorn's CalculateAbsUsedCapacity: for each type of ``capacity`` that ``used`` has,
+    ``int64(used / capacity * 100)`` (truncated), clamped to int64 as Go's overflow guards do.
+    A zero capacity gives Go's amd64 result: +inf -> max int64, NaN -> min int64."""
+    if capacity is None or used is None:
+        return {}
+    out: dict[str, int] = {}
+    for name in sorted(capacity):
+        if name not in used:
+            continue
+        cap, value = capacity[name], used[name]
+        if cap == 0:
+            if value > 0:
+                out[name] = INT64_MAX
+            elif value < 0:
+                out[name] = INT64_MIN
+            else:
+                out[name] = INT64_MIN  # int64(NaN) on amd64
+            continue
+        ratio = value / cap
+        percent = ratio * 100
+        if math.isinf(percent) or percent >= 2**63:
+            out[name] = INT64_MAX if ratio > 0 else INT64_MIN
+        elif percent < -(2**63):
+            out[name] = INT64_MIN
+        else:
+            out[name] = int(percent)
+    return out
+
+
+# -- Go durations -------------------------------------------------------------------------------
+
+_UNITS = {
+    "ns": 1,
+    "us": 1_000,
+    "\u00b5s": 1_000,  # micro sign
+    "\u03bcs": 1_000,  # Greek mu
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60 * 1_000_000_000,
+    "h": 3600 * 1_000_000_000,
+}
+_DURATION_PART = re.compile(r"(\d*)(?:\.(\d*))?([^\d.]+)")
+
+
+def parse_go_duration(text: str) -> int:
+    """Go's ``time.ParseDuration`` in nanoseconds; raises ValueError for what Go rejects."""
+    s = text
+    neg = False
+    if s[:1] in ("-", "+"):
+        neg = s[0] == "-"
+        s = s[1:]
+    if s == "0":
+        return 0
+    if not s:
+        raise ValueError(f'time: invalid duration "{text}"')
+    total = Fraction(0)
+    pos = 0
+    while pos < len(s):
+        match = _DURATION_PART.match(s, pos)
+        if match is None:
+            raise ValueError(f'time: invalid duration "{text}"')
+        whole, frac, unit = match.groups()
+        if not whole and not frac:
+            raise ValueError(f'time: invalid duration "{text}"')
+        if unit not in _UNITS:
+            raise ValueError(f'time: unknown unit "{unit}" in duration "{text}"')
+        value = Fraction(int(whole or "0"))
+        if frac:
+            value += Fraction(int(frac), 10 ** len(frac))
+        total += value * _UNITS[unit]
+        pos = match.end()
+    ns = math.floor(total)
+    if ns > INT64_MAX:
+        raise ValueError(f'time: invalid duration "{text}"')
+    return -ns if neg else ns
+
+
+def _fmt_frac(value: int, prec: int) -> str:
+    whole, frac = divmod(value, 10**prec)
+    digits = f"{frac:0{prec}d}".rstrip("0") if prec and frac else ""
+    return f"{whole}.{digits}" if digits else f"{whole}"
+
+
+def go_duration(ns: int) -> str:
+    """Go's ``time.Duration.String`` (``30s``, ``1m30s``, ``1h0m0s``, ``1.5s``, ``500ms``)."""
+    if ns == 0:
+        return "0s"
+    sign = "-" if ns < 0 else ""
+    u = abs(ns)
+    if u < 1_000_000_000:
+        if u < 1_000:
+            return f"{sign}{u}ns"
+        if u < 1_000_000:
+            return f"{sign}{_fmt_frac(u, 3)}\u00b5s"
+        return f"{sign}{_fmt_frac(u, 6)}ms"
+    seconds, frac = divmod(u, 1_000_000_000)
+    digits = f"{frac:09d}".rstrip("0") if frac else ""
+    text = f"{seconds % 60}{'.' + digits if digits else ''}s"
+    minutes = seconds // 60
+    if minutes:
+        text = f"{minutes % 60}m{text}"
+        hours = minutes // 60
+        if hours:
+            text = f"{hours}h{text}"
+    return sign + text
+

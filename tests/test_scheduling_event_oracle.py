@@ -1,0 +1,180 @@
+"""YuniKorn's authoritative event sequence (events.md, "Authoritative event-sequence oracle",
+from yunikorn-core's TestApplicationHistoryTracking), end to end: the RM interface plus the
+scheduling cycle, with no shortcut. The allocation of step 4 is made by the scheduler's cycle
+(``Scheduler.schedule_once``), not committed directly (test_rm_event_oracle.py keeps that
+variant), and the RM learns of it through its callback.
+
+After each step the batch body and a stream opened with count=1000 are read, and both must
+hold exactly the expected (type, change type, detail, objectID, referenceID, message) tuples.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pyscheduler.common.resources import Resource
+from pyscheduler.events.types import EventChangeDetail as D
+from pyscheduler.events.types import EventChangeType as C
+from pyscheduler.events.types import EventRecordType as T
+from pyscheduler.rmproxy import messages as si
+from pyscheduler.rmproxy.proxy import RMProxy
+from pyscheduler.rmproxy.recording import RecordingRM
+from pyscheduler.scheduler.health import check_health
+from pyscheduler.scheduler.loop import Scheduler
+
+CONFIG = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: singleleaf
+"""
+RM_ID = "rm:123"
+
+
+def tuples(records: list[dict]) -> list[tuple]:
+    """(type, change type, detail, objectID, referenceID, message) of wire records."""
+    return [
+        (
+            r.get("type", 0),
+            r.get("eventChangeType", 0),
+            r.get("eventChangeDetail", 0),
+            r.get("objectID", ""),
+            r.get("referenceID", ""),
+            r.get("message", ""),
+        )
+        for r in records
+    ]
+
+
+class Oracle:
+    def __init__(self, proxy: RMProxy) -> None:
+        self.events = proxy.context.event_system
+        self.stream = self.events.subscribe(count=1000)
+
+    def batch(self) -> list[dict]:
+        assert self.events.flush(5.0)
+        body = json.loads(self.events.batch_body(0, 10_000))
+        assert body["InstanceUUID"] == self.events.instance_uuid
+        return body["EventRecords"] or []
+
+    def stream_lines(self, n: int) -> list[dict]:
+        out: list[dict] = []
+        buffered = b""
+        for _ in range(50):
+            chunk = self.stream.next(max_events=n - len(out), timeout=0.2)
+            assert chunk is not None, self.stream.closed_reason
+            buffered += chunk
+            out = [json.loads(line) for line in buffered.splitlines()]
+            if len(out) >= n:
+                break
+        assert len(out) == n, f"stream delivered {len(out)} of {n}"
+        assert all("InstanceUUID" not in line for line in out)
+        return out
+
+
+@pytest.fixture
+def world():
+    proxy = RMProxy()
+    rm = RecordingRM()
+    proxy.register_resource_manager(
+        si.RegisterResourceManagerRequest(rm_id=RM_ID, policy_group="default", config=CONFIG), rm
+    )
+    scheduler = Scheduler(proxy.context)
+    yield proxy, rm, scheduler
+    scheduler.stop()
+    proxy.stop()
+
+
+def test_application_history_tracking_through_the_scheduling_cycle(world) -> None:
+    proxy, rm, scheduler = world
+    oracle = Oracle(proxy)
+    # Nothing to schedule yet: a cycle without nodes or asks changes nothing and emits nothing.
+    assert scheduler.schedule_once() == []
+
+    # 1. register: the two configured queues.
+    step1 = [(T.QUEUE, C.ADD, D.DETAILS_NONE, "root", "", ""), (T.QUEUE, C.ADD, D.DETAILS_NONE, "root.singleleaf", "", "")]
+    batch = oracle.batch()
+    assert tuples(batch) == step1
+    assert tuples(oracle.stream_lines(2)) == step1
+
+    # 2. a node: schedulable, root's max follows the capacity, node added.
+    capacity = Resource({"memory": 100_000_000, "vcore": 20_000})
+    proxy.update_node(si.NodeRequest(nodes=(si.NodeInfo(node_id="node-1:1234", action=si.NodeAction.CREATE,
+                                                        schedulable_resource=capacity),), rm_id=RM_ID))
+    rm.wait_for_accepted_node("node-1:1234")
+    step2 = [
+        (T.NODE, C.SET, D.NODE_SCHEDULABLE, "node-1:1234", "", "schedulable: true"),
+        (T.QUEUE, C.SET, D.QUEUE_MAX, "root", "", ""),
+        (T.NODE, C.ADD, D.DETAILS_NONE, "node-1:1234", "", "Node added to the scheduler"),
+    ]
+    batch = oracle.batch()
+    assert len(batch) == 5
+    assert tuples(batch[2:]) == step2
+    assert batch[3]["resource"] == {"resources": {"memory": {"value": 100_000_000}, "vcore": {"value": 20_000}}}
+    assert tuples(oracle.stream_lines(3)) == step2
+
+    # 3. an application in root.singleleaf.
+    proxy.update_application(si.ApplicationRequest(new=(si.AddApplicationRequest(
+        application_id="app-1", queue_name="root.singleleaf", partition_name="default",
+        ugi=si.UserGroupInformation(user="testuser", groups=("testgroup",))),), rm_id=RM_ID))
+    rm.wait_for_accepted_app("app-1")
+    step3 = [(T.APP, C.ADD, D.APP_NEW, "app-1", "", ""), (T.QUEUE, C.ADD, D.QUEUE_APP, "root.singleleaf", "app-1", "")]
+    batch = oracle.batch()
+    assert len(batch) == 7
+    assert tuples(batch[5:]) == step3
+    assert tuples(oracle.stream_lines(2)) == step3
+
+    # 4. an ask, then its allocation on the node.
+    ask = Resource({"memory": 10_000_000, "vcore": 1000})
+    proxy.update_allocation(si.AllocationRequest(allocations=(si.Allocation(
+        allocation_key="alloc-1", application_id="app-1", partition_name="default", resource_per_alloc=ask),),
+        rm_id=RM_ID))
+    # The ask alone: Accepted and the request, no allocation yet.
+    assert tuples(oracle.batch()[7:]) == [
+        (T.APP, C.SET, D.APP_ACCEPTED, "app-1", "", ""),
+        (T.APP, C.ADD, D.APP_REQUEST, "app-1", "alloc-1", ""),
+    ]
+    assert "alloc-1" not in rm.allocations
+    decisions = scheduler.schedule_once()
+    assert [(d.ask.allocation_key, d.node.node_id) for d in decisions] == [("alloc-1", "node-1:1234")]
+    alloc = rm.wait_for_allocation("alloc-1")
+    assert (alloc.node_id, alloc.application_id, alloc.partition_name) == ("node-1:1234", "app-1", "default")
+    assert alloc.resource_per_alloc == ask
+    # One more cycle has nothing left to do and adds no event.
+    assert scheduler.schedule_once() == []
+    step4 = [
+        (T.APP, C.SET, D.APP_ACCEPTED, "app-1", "", ""),
+        (T.APP, C.ADD, D.APP_REQUEST, "app-1", "alloc-1", ""),
+        (T.NODE, C.ADD, D.NODE_ALLOC, "node-1:1234", "alloc-1", ""),
+        (T.APP, C.SET, D.APP_RUNNING, "app-1", "", ""),
+        (T.USERGROUP, C.ADD, D.UG_USER_RESOURCE, "testuser", "root.singleleaf", ""),
+        (T.APP, C.ADD, D.APP_ALLOC, "app-1", "alloc-1", ""),
+    ]
+    batch = oracle.batch()
+    assert len(batch) == 13
+    assert tuples(batch[7:]) == step4
+    assert tuples(oracle.stream_lines(6)) == step4
+    assert rm.app_state("app-1") == "Running"
+
+    # 5. the RM releases the allocation: usage back, Completing, allocation and node released.
+    proxy.update_allocation(si.AllocationRequest(releases=si.AllocationReleasesRequest(allocations_to_release=(
+        si.AllocationRelease(partition_name="default", application_id="app-1", allocation_key="alloc-1",
+                             termination_type=si.TerminationType.STOPPED_BY_RM),)), rm_id=RM_ID))
+    rm.wait_for_app_state("app-1", "Completing")
+    step5 = [
+        (T.USERGROUP, C.REMOVE, D.UG_USER_RESOURCE, "testuser", "root.singleleaf", ""),
+        (T.APP, C.SET, D.APP_COMPLETING, "app-1", "", ""),
+        (T.APP, C.REMOVE, D.ALLOC_CANCEL, "app-1", "alloc-1", ""),
+        (T.NODE, C.REMOVE, D.NODE_ALLOC, "node-1:1234", "alloc-1", ""),
+    ]
+    batch = oracle.batch()
+    assert tuples(batch[13:17]) == step5
+    assert tuples(oracle.stream_lines(4)) == step5
+    assert rm.app_states("app-1") == ["Accepted", "Running", "Completing"]
+    result = check_health(proxy.context, scheduler)
+    assert result.healthy, result.explain()

@@ -1,0 +1,98 @@
+"""The Flask application factory.
+
+``create_app()`` builds the app and starts one scheduler in the calling process
+(:class:`~pyscheduler_web.service.SchedulerService`: RM proxy, cluster context, scheduling
+loop, history, health checks, and the embedded RMs). Under gunicorn it runs in the worker
+(never ``preload_app``), which the gunicorn configuration keeps to exactly one: each worker
+would otherwise hold a scheduler of its own. The service is stopped by the worker's exit
+hook (:mod:`pyscheduler_web.gunicorn_conf`) and, failing that, at interpreter exit.
+
+Routing follows yunikorn-core's ``julienschmidt/httprouter`` rather than Flask's defaults:
+a route answers exactly its methods (no implicit HEAD or OPTIONS), and what no route matches
+is decided by :class:`~pyscheduler_web.errors.HttpRouterFallback` (trailing-slash and
+fixed-path redirects, OPTIONS, 405, plain 404).
+"""
+
+from __future__ import annotations
+
+import atexit
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from flask import Flask, Response, request
+from werkzeug.http import HTTP_STATUS_CODES
+from werkzeug.routing import Rule
+
+from pyscheduler_web.blueprints import all_blueprints
+from pyscheduler_web.errors import HttpRouterFallback, install_error_handlers
+from pyscheduler_web.http import compress_response
+from pyscheduler_web.metrics import Metrics
+from pyscheduler_web.service import SchedulerService, ServeOptions
+from pyscheduler_web.streams import StreamRegistry, WriteDeadlines
+
+__all__ = ["WebState", "create_app"]
+
+log = logging.getLogger(__name__)
+
+
+class ExactMethodsRule(Rule):
+    """A rule that answers only the methods it names: Werkzeug adds HEAD to every GET rule,
+    httprouter does not (a HEAD on a GET route is a 405 in YuniKorn)."""
+
+    def __init__(self, string: str, *args: Any, **kwargs: Any) -> None:
+        methods = kwargs.get("methods")
+        explicit_head = methods is not None and any(m.upper() == "HEAD" for m in methods)
+        super().__init__(string, *args, **kwargs)
+        if not explicit_head and self.methods is not None:
+            self.methods.discard("HEAD")
+
+
+class RestFlask(Flask):
+    url_rule_class = ExactMethodsRule
+
+
+@dataclass
+class WebState:
+    """What the handlers reach through ``current_app.extensions["pyscheduler"]``."""
+
+    service: SchedulerService
+    streams: StreamRegistry
+    metrics: Metrics
+    router: HttpRouterFallback
+    write_deadlines: WriteDeadlines
+
+
+def create_app(options: ServeOptions | None = None, *, service: SchedulerService | None = None, start: bool = True) -> Flask:
+    """Build the app and (``start``) start its scheduler.
+
+    ``options`` defaults to :meth:`ServeOptions.from_env`; ``service`` to a new
+    :class:`SchedulerService` built from them. The service is reachable as
+    ``app.extensions["pyscheduler"].service``.
+    """
+    if service is None:
+        service = SchedulerService(options or ServeOptions.from_env())
+    app = RestFlask("pyscheduler_web", static_folder=None)
+    app.config.update(PROVIDE_AUTOMATIC_OPTIONS=False, MAX_CONTENT_LENGTH=16 << 20)
+    # httprouter cleans paths itself (and redirects); Werkzeug must not merge slashes first.
+    app.url_map.merge_slashes = False
+    for blueprint in all_blueprints():
+        app.register_blueprint(blueprint)
+    router = install_error_handlers(app)
+    streams = StreamRegistry(lambda: service.event_system.settings)
+    deadlines = WriteDeadlines()
+    state = WebState(service, streams, Metrics(service, streams, deadlines), router, deadlines)
+    app.extensions["pyscheduler"] = state
+
+    @app.after_request
+    def finish_response(response: Response) -> Response:
+        # Go's reason phrases ("301 Moved Permanently", Werkzeug sends them upper-case), then
+        # the gzip middleware.
+        response.status = f"{response.status_code} {HTTP_STATUS_CODES.get(response.status_code, 'Unknown')}"
+        return compress_response(response, request.headers, request.path)
+
+    service.app = app
+    if start:
+        service.start()
+        atexit.register(service.stop)
+    return app

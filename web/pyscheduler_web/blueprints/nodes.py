@@ -1,0 +1,25 @@
+"""Nodes.
+
+- ``GET /ws/v1/partition/<partition>/nodes``
+- ``GET /ws/v1/partition/<partition>/node/<node>``
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flask import Blueprint
+
+from pyscheduler_web.blueprints import ctx, dao, get_json
+
+bp = Blueprint("nodes", __name__)
+
+
+@get_json(bp, "/ws/v1/partition/<partition>/nodes")
+def nodes(partition: str) -> Any:
+    return dao.nodes(ctx(), partition)
+
+
+@get_json(bp, "/ws/v1/partition/<partition>/node/<node>")
+def node(partition: str, node: str) -> Any:
+    return dao.node(ctx(), partition, node)

@@ -1,0 +1,123 @@
+"""gunicorn configuration of the REST service.
+
+Use it directly (``gunicorn -c python:pyscheduler_web.gunicorn_conf``, the app factory and
+the options then come from the environment, see :meth:`ServeOptions.from_env`) or through
+``pyscheduler serve``, which applies the same settings programmatically.
+
+- **One worker.** The scheduler lives in the worker (the factory runs there, after the fork);
+  a second worker would hold a second, unrelated scheduler.
+- **gthread, many threads.** Each open event stream holds a thread for its whole life, so the
+  pool has room for ``event.maxStreams`` (YuniKorn's default 100) streams plus
+  :data:`REQUEST_THREADS` for ordinary requests. At start the worker tells the stream registry
+  how many threads it may use for streams (``threads`` minus the ordinary share), so a
+  ``maxStreams`` raised later by a configuration reload can never take every thread.
+  Idle threads cost little: the pool starts them on demand.
+- **Long streams and the worker timeout.** gunicorn's ``timeout`` kills a worker that stops
+  notifying the arbiter. The gthread worker notifies from its main loop, which never waits on
+  a request thread, so a stream of any length does not trip it; it still catches a worker
+  whose main loop hangs.
+- **Shutdown.** On SIGTERM the worker stops accepting and waits up to ``graceful_timeout``
+  (5 s, YuniKorn's graceful shutdown) for open requests. Streams would never finish on their
+  own, so the SIGTERM, SIGINT and SIGQUIT paths first tell the service to shut down: every
+  stream writes YuniKorn's closing line and ends within about 100 ms. The worker's exit hook
+  then stops the scheduler (an ``atexit`` handler in the factory covers other exits).
+- **No control socket**: ``gunicornc`` could add workers.
+- **Bind** ``127.0.0.1:9080`` by default (YuniKorn's port, loopback only);
+  ``PYSCHEDULER_BIND`` or ``--bind`` changes it.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from typing import Any
+
+__all__ = [
+    "DEFAULT_MAX_STREAMS",
+    "REQUEST_THREADS",
+    "settings",
+    "stream_budget",
+]
+
+#: YuniKorn's ``event.maxStreams`` default: the streams the thread pool is sized for.
+DEFAULT_MAX_STREAMS = 100
+#: Threads kept for ordinary (non-stream) requests.
+REQUEST_THREADS = 16
+
+bind = os.environ.get("PYSCHEDULER_BIND", "127.0.0.1:9080")
+workers = 1
+worker_class = "gthread"
+threads = int(os.environ.get("PYSCHEDULER_WEB_THREADS", DEFAULT_MAX_STREAMS + REQUEST_THREADS))
+# Kept-alive and pending connections wait in the poller, not in threads.
+worker_connections = 1000
+timeout = 30
+graceful_timeout = 5
+keepalive = 5
+preload_app = False
+wsgi_app = "pyscheduler_web.app:create_app()"
+proc_name = "pyscheduler-web"
+# gunicorn's control socket (``gunicornc``) can change the worker count at run time, which
+# would start a second scheduler; it also lands in the home directory by default. Off.
+control_socket_disable = True
+
+
+def stream_budget(thread_count: int) -> int:
+    """Streams a pool of ``thread_count`` threads can hold while keeping threads for ordinary
+    requests (:data:`REQUEST_THREADS`, or half the pool when it is small)."""
+    return max(1, thread_count - min(REQUEST_THREADS, thread_count // 2))
+
+
+def _state(worker: Any) -> Any:
+    app = getattr(worker, "wsgi", None)
+    extensions = getattr(app, "extensions", None) or {}
+    return extensions.get("pyscheduler")
+
+
+def post_worker_init(worker: Any) -> None:
+    state = _state(worker)
+    if state is None:
+        return
+    state.streams.set_thread_budget(stream_budget(worker.cfg.threads))
+    service = state.service
+    graceful = worker.handle_exit
+    quick = worker.handle_quit
+
+    def handle_exit(sig: int, frame: Any) -> None:
+        service.begin_shutdown()
+        graceful(sig, frame)
+
+    def handle_quit(sig: int, frame: Any) -> None:
+        service.begin_shutdown()
+        quick(sig, frame)
+
+    # The worker installed its handlers before loading the app; chain ours in front.
+    signal.signal(signal.SIGTERM, handle_exit)
+    signal.signal(signal.SIGINT, handle_quit)
+    signal.signal(signal.SIGQUIT, handle_quit)
+
+
+def worker_exit(server: Any, worker: Any) -> None:
+    state = _state(worker)
+    if state is not None:
+        state.service.stop()
+
+
+def settings() -> dict[str, Any]:
+    """This module's gunicorn settings and hooks, as a dict (for ``pyscheduler serve``)."""
+    names = (
+        "bind",
+        "workers",
+        "worker_class",
+        "threads",
+        "worker_connections",
+        "timeout",
+        "graceful_timeout",
+        "keepalive",
+        "preload_app",
+        "proc_name",
+        "control_socket_disable",
+        "post_worker_init",
+        "worker_exit",
+    )
+    module = globals()
+    return {name: module[name] for name in names}
