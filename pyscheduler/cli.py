@@ -6,7 +6,8 @@ Subcommands:
 - ``pyscheduler serve [--config FILE] [--bind ADDR] [--demo] [--rm MODULE:CALLABLE]``: the REST
   service (YuniKorn's ``/ws/v1`` API) under gunicorn with one scheduler in its worker; needs
   the ``pyscheduler-web`` package (``pip install 'pyscheduler[web]'``), exit 1 without it.
-  An unreadable configuration exits 2, an invalid one 1.
+  An unreadable configuration or an ``--rm`` module that does not exist exits 2, an invalid
+  configuration 1; otherwise it serves until SIGINT/SIGTERM (exit 0).
 - ``pyscheduler simulate [WORKLOAD_FILE] [options]``: play a workload against the core with a
   simulated RM; progress bar on standard error, summary on standard output (exit 0). A
   workload file that cannot be read exits 2, an invalid one 1 (the error names the key), a
@@ -190,6 +191,8 @@ def _serve(rest: list[str]) -> int:
                   "pip install 'pyscheduler[web]'", file=sys.stderr)
         return 1
 
+    import importlib.util
+
     from pyscheduler.config.validator import ConfigValidationError
 
     options = ServeOptions(
@@ -200,6 +203,15 @@ def _serve(rest: list[str]) -> int:
         health_interval=args.health_interval,
         history=not args.no_history,
     )
+    for spec in options.rms:
+        module = spec.partition(":")[0]
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            print(f"pyscheduler serve: --rm {spec}: no module named {module!r}", file=sys.stderr)
+            return 2
     try:
         options.read_config()  # fail here, before gunicorn forks, with the file's errors
     except OSError as exc:

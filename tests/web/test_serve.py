@@ -45,6 +45,12 @@ def test_serve_rejects_a_bad_configuration_before_starting(tmp_path: Path) -> No
     assert "cannot read" in missing.stderr
 
 
+def test_serve_rejects_an_unknown_rm_module() -> None:
+    result = run_cli(["serve", "--rm", "no_such_module_here:attach"])
+    assert result.returncode == 2
+    assert "no module named 'no_such_module_here'" in result.stderr
+
+
 def test_serve_help_lists_the_options() -> None:
     result = run_cli(["serve", "--help"])
     assert result.returncode == 0

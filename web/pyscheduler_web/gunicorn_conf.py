@@ -21,6 +21,8 @@ the options then come from the environment, see :meth:`ServeOptions.from_env`) o
   own, so the SIGTERM, SIGINT and SIGQUIT paths first tell the service to shut down: every
   stream writes YuniKorn's closing line and ends within about 100 ms. The worker's exit hook
   then stops the scheduler (an ``atexit`` handler in the factory covers other exits).
+- **Logging**: the scheduler's records (``pyscheduler``, ``pyscheduler_web``) go to gunicorn's
+  error log at its level.
 - **No control socket**: ``gunicornc`` could add workers.
 - **Bind** ``127.0.0.1:9080`` by default (YuniKorn's port, loopback only);
   ``PYSCHEDULER_BIND`` or ``--bind`` changes it.
@@ -28,6 +30,7 @@ the options then come from the environment, see :meth:`ServeOptions.from_env`) o
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 from typing import Any
@@ -73,6 +76,20 @@ def _state(worker: Any) -> Any:
     return extensions.get("pyscheduler")
 
 
+def post_fork(server: Any, worker: Any) -> None:
+    """In the new worker, before the app loads: the scheduler's log records go to gunicorn's
+    error log, with its level (unless logging was configured otherwise)."""
+    error_log = worker.log.error_log
+    for name in ("pyscheduler", "pyscheduler_web"):
+        logger = logging.getLogger(name)
+        if logger.handlers:
+            continue
+        for handler in error_log.handlers:
+            logger.addHandler(handler)
+        logger.setLevel(error_log.level)
+        logger.propagate = False
+
+
 def post_worker_init(worker: Any) -> None:
     state = _state(worker)
     if state is None:
@@ -116,6 +133,7 @@ def settings() -> dict[str, Any]:
         "preload_app",
         "proc_name",
         "control_socket_disable",
+        "post_fork",
         "post_worker_init",
         "worker_exit",
     )

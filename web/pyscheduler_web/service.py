@@ -48,6 +48,7 @@ from typing import Any
 
 from pyscheduler.config.loader import DEFAULT_CONFIG, parse_and_validate
 from pyscheduler.dao import HealthChecker
+from pyscheduler.events.system import EventSystem
 from pyscheduler.objects.application import AppTimeouts
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.scheduler.context import ClusterContext
@@ -168,7 +169,7 @@ class SchedulerService:
         self._state = "new"
 
     @property
-    def event_system(self) -> Any:
+    def event_system(self) -> EventSystem:
         return self.context.event_system
 
     @property

@@ -221,6 +221,25 @@ class PeerWatch:
             return True
 
 
+class StreamBody:
+    """The WSGI body of a stream: iterates :func:`stream_body`'s generator, and ``close``
+    releases the subscription and the slot even when the server closes the body before ever
+    iterating it (closing a generator that never started skips its ``finally``)."""
+
+    def __init__(self, body: Iterator[bytes], cleanup: Callable[[], None]) -> None:
+        self._body = body
+        self._cleanup = cleanup
+
+    def __iter__(self) -> Iterator[bytes]:
+        return self._body
+
+    def close(self) -> None:
+        try:
+            self._body.close()  # type: ignore[attr-defined]
+        finally:
+            self._cleanup()
+
+
 def stream_body(
     first_line: bytes,
     subscription: Subscription,

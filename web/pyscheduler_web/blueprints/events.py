@@ -23,7 +23,7 @@ from pyscheduler.events import EventIdOutOfRangeError
 
 from pyscheduler_web.blueprints import service
 from pyscheduler_web.http import HTTPError, json_body, json_bytes_response, parse_uint_param, web_state, write_headers
-from pyscheduler_web.streams import stream_body
+from pyscheduler_web.streams import StreamBody, stream_body
 
 bp = Blueprint("events", __name__)
 
@@ -86,18 +86,13 @@ def stream() -> Response:
     # gunicorn's client socket: for noticing an idle client that left, and the write deadline.
     sock = request.environ.get("gunicorn.socket")
     first_line = json_body({"InstanceUUID": events.instance_uuid})
-    response = Response(
-        stream_body(
-            first_line,
-            subscription,
-            lambda: registry.release(slot),
-            svc.stopping,
-            sock,
-            web_state().write_deadlines,
-            slot.id,
-        ),
-        direct_passthrough=True,
-    )
+
+    def release() -> None:  # idempotent: closing the subscription and the slot twice is harmless
+        subscription.close()
+        registry.release(slot)
+
+    body = stream_body(first_line, subscription, release, svc.stopping, sock, web_state().write_deadlines, slot.id)
+    response = Response(StreamBody(body, release), direct_passthrough=True)
     write_headers(response.headers)
     return response
 
