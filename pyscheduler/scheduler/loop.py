@@ -84,6 +84,8 @@ class Scheduler:
         if self._thread is not None:
             return
         self._stop.clear()
+        # Work submitted before the start must not wait for the first idle tick.
+        self._wake.set()
         self._thread = threading.Thread(target=self._run, name="pyscheduler-scheduling", daemon=True)
         self._thread.start()
 
