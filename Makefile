@@ -2,6 +2,7 @@
 #   make serve   the REST service (YuniKorn's /ws/v1 API) on 127.0.0.1:9080 with the demo cluster
 #   make test    venv + pinned deps, release build of the Rust extension, wheels, cargo test, pytest
 #   make bench   the benchmarks (docs/benchmarks.md records their figures)
+#   make loadtest  locust against a served demo scheduler on 127.0.0.1, bounded (30 s by default)
 #   make wheels  the pyscheduler and pyscheduler-web wheels into dist/
 #   make clean   remove build output and the virtual environment
 
@@ -17,6 +18,8 @@ WEB_SOURCES := web/pyproject.toml
 # Pytest options can be added on the command line: make test PYTEST_ARGS="-k ring -x"
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
+# Options for loadtests/run.py: make loadtest LOADTEST_ARGS="--scenario stream -u 4 -t 20s"
+LOADTEST_ARGS ?=
 # Options for `pyscheduler serve` (see `pyscheduler serve --help`): make serve SERVE_ARGS="--bind 0.0.0.0:9080"
 SERVE_ARGS ?=
 
@@ -67,3 +70,10 @@ bench: build
 
 clean:
 	rm -rf target dist $(VENV) pyscheduler/_native*.so
+
+# Load test (benchmarks.md section 4): starts `pyscheduler serve --demo` on a free 127.0.0.1
+# port, runs locust headless (loadtests/locustfile.py; 6 users, 30 s by default), prints
+# requests/s, latency percentiles and failures, and stops the server.
+.PHONY: loadtest
+loadtest: build web
+	$(PY) loadtests/run.py $(LOADTEST_ARGS)

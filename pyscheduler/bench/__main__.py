@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pyscheduler.bench import events_memory, events_throughput, scheduling
+from pyscheduler.bench import events_memory, events_throughput, rest, scheduling
 from pyscheduler.bench.machine import Progress, machine_facts
 from pyscheduler.bench.workload import DEFAULT_SEED, parse_mix
 
@@ -69,12 +69,17 @@ def _run_scheduling(args: argparse.Namespace, progress: Progress) -> FamilyRepor
     )
 
 
+def _run_rest(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return rest.run(quick=args.quick, streams=args.streams, progress=progress)
+
+
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (
         Family("events-memory", "event store memory per event (benchmarks.md section 1)", _run_events_memory),
         Family("events-throughput", "event add and serialisation throughput (section 2)", _run_events_throughput),
         Family("scheduling", "allocations per second, YuniKorn's BenchmarkScheduling shape (section 3)", _run_scheduling),
+        Family("rest", "REST batch time, stream replay, scheduling with open streams (section 2, served)", _run_rest),
     )
 }
 """Benchmark families by subcommand name; add REST, ... here."""
@@ -143,6 +148,10 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--asks", type=parse_count, help="asks per case (default 10k; --quick: 1k)")
     sched.add_argument(
         "--repeats", type=_positive, help="fresh-subprocess runs per case, median reported (default 3; --quick: 1)"
+    )
+    rest_group = parser.add_argument_group("rest")
+    rest_group.add_argument(
+        "--streams", type=_positive, help="live streams open during the served scheduling run (default 100; --quick: 10)"
     )
     return parser
 
