@@ -16,10 +16,12 @@ def test_two_queues_with_equal_demand_share_the_cluster_equally(clusters) -> Non
     c.add_app("app-b", "root.b", user="bob")
     c.asks("app-a", 80)
     c.asks("app-b", 80)
-    # One allocation per cycle: the queues take turns, never more than one apart.
-    for _ in range(100):
+    # One allocation per cycle: the queues take turns, never more than one apart. Equal shares
+    # tie, and ties go by queue name: a, b, a, b, ...
+    for i in range(100):
         decisions = c.once()
         assert len(decisions) == 1
+        assert decisions[0].app.app_id == ("app-a" if i % 2 == 0 else "app-b")
         counts = c.per_app()
         assert abs(counts["app-a"] - counts["app-b"]) <= 1, counts
     assert c.once() == []

@@ -177,3 +177,59 @@ def test_an_app_that_lost_its_allocations_but_still_waits_keeps_its_user_slot(cl
     assert c.rm.app_state("app-1") == "Completed"
     assert list(c.placements()) == ["k3"]
     c.assert_healthy()
+
+
+def test_an_app_that_never_ran_takes_no_max_applications_slot(clusters) -> None:
+    # Found by the randomized test: an Accepted app whose asks are withdrawn goes to Completing
+    # without ever running; only Running counts for maxApplications (YuniKorn's enter/leave
+    # Running callbacks), so it must not push the count past the max.
+    c = clusters(QUEUE_MAX_APPS)  # root.a: maxapplications 1
+    c.add_nodes(1)
+    c.add_app("app-1", "root.a")
+    c.ask("k1", "app-1")
+    assert c.schedule() == 1
+    c.add_app("app-2", "root.a", user="bob")
+    c.ask("k2", "app-2")
+    assert c.schedule() == 0  # blocked by maxapplications
+    c.release("app-2", "k2")  # withdrawn before it ever ran
+    assert c.app("app-2").state is AppState.COMPLETING
+    assert c.queue("root.a").running_apps == 1
+    # Its slot was never taken: once app-1 is gone, a third app runs at once.
+    c.remove_app("app-1")
+    c.add_app("app-3", "root.a", user="carol")
+    c.ask("k3", "app-3")
+    assert c.schedule() == 1
+    assert list(c.placements()) == ["k3"]
+    c.assert_healthy()
+
+
+def test_a_reserved_ask_of_an_app_that_can_no_longer_run_waits(clusters) -> None:
+    # app-1 reserves a node while it may still run; app-2 then takes root.a's only slot. When the
+    # reserved node frees up, app-1 (still Accepted) must not get it (YuniKorn's
+    # TryReservedAllocate skips unrunnable Accepted apps).
+    c = clusters(QUEUE_MAX_APPS)  # root.a: maxapplications 1
+    c.add_node("node-00", memory=100, vcore=10)
+    c.add_node("node-01", memory=20, vcore=2)  # too small for "big"
+    c.add_app("filler", "root.p.x", user="carol")
+    c.ask("f1", "filler", memory=50, vcore=1)
+    assert c.schedule() == 1
+    c.add_app("app-1", "root.a")
+    c.ask("big", "app-1", memory=60, vcore=1)
+    assert c.schedule() == 0
+    c.advance(2)
+    c.once()
+    assert c.reserved() == {"big": "node-00"}
+    c.add_app("app-2", "root.a", user="bob")
+    c.ask("small", "app-2")
+    assert c.schedule() == 1
+    assert c.placements()["small"] == "node-01"
+    assert c.queue("root.a").running_apps == 1
+    c.release("filler", "f1")  # "big" would fit its reserved node now
+    assert c.schedule() == 0
+    assert "big" not in c.placements() and c.app("app-1").state is AppState.ACCEPTED
+    assert c.queue("root.a").running_apps == 1
+    # Once app-2 is gone, app-1 may run and takes its reserved node.
+    c.remove_app("app-2")
+    assert c.schedule() == 1
+    assert c.placements()["big"] == "node-00"
+    c.assert_healthy()

@@ -150,6 +150,8 @@ class SchedulingMachine(RuleBasedStateMachine):
 
     def _advance(self, data: st.DataObject) -> None:
         self.cluster.advance(data.draw(st.sampled_from([0.5, 2.0, 31.0])))
+        # Timers first (the cycle would fire them itself, after _cycle's look at what may run).
+        self.cluster.tick()
         self._cycle()
 
     def _cycle(self) -> list:

@@ -30,8 +30,9 @@ from pyscheduler.objects.queue import Queue
 
 __all__ = ["Application", "AppTimeouts", "StateUpdate", "RUNNING_STATES"]
 
-#: States in which an application counts as running (maxApplications, user limits).
-RUNNING_STATES = frozenset({AppState.RUNNING, AppState.COMPLETING})
+#: States in which an application counts as running for maxApplications: Running only, as in
+#: YuniKorn (an app withdrawn before it ever ran goes Accepted -> Completing without a slot).
+RUNNING_STATES = frozenset({AppState.RUNNING})
 
 
 @dataclass(frozen=True)

@@ -249,6 +249,12 @@ class SchedulingCycle:
             queue = app.queue
             if queue is None or not self._fits_headroom(partition, queue, app, ask):
                 continue
+            # An app that is not running yet may have become unrunnable since it reserved
+            # (YuniKorn's TryReservedAllocate skips it too, without a runnable event).
+            if app.state is AppState.ACCEPTED and not (
+                queue.can_run_app() and partition.ugm.can_run_app(queue.path, app.app_id, app.user, app.groups)
+            ):
+                continue
             if node.schedulable and node.fits(ask.resource) and self._predicates_pass(partition, ask, node):
                 return self._commit(partition, app, ask, node, from_reservation=True)
             if not reservation.required:
