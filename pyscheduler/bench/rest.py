@@ -270,8 +270,7 @@ def _bench_routes(rm: BenchRM) -> Any:
     @bp.post("/bench/setup")
     def setup() -> Any:
         """Stop the scheduling loop and submit the benchmark's nodes, apps and asks (not timed)."""
-        from pyscheduler.common.resources import Resource
-        from pyscheduler.rmproxy import messages as si
+        from pyscheduler.bench.scheduling import submit_workload
 
         nodes = int(request.args["nodes"])
         asks = int(request.args["asks"])
@@ -281,42 +280,7 @@ def _bench_routes(rm: BenchRM) -> Any:
         rm.rejected = 0
         rm.target = asks
         rm.done.clear()
-        per_node = asks // nodes + 1
-        capacity = Resource({"memory": 10 * per_node, "vcore": per_node})
-        proxy.update_node(
-            si.NodeRequest(
-                nodes=tuple(
-                    si.NodeInfo(node_id=f"node-{i:05d}", action=si.NodeAction.CREATE, schedulable_resource=capacity)
-                    for i in range(nodes)
-                ),
-                rm_id=RM_ID,
-            )
-        )
-        ugi = si.UserGroupInformation(user="bench")
-        proxy.update_application(
-            si.ApplicationRequest(
-                new=(
-                    si.AddApplicationRequest(application_id="app-a", queue_name="root.a", partition_name="default", ugi=ugi),
-                    si.AddApplicationRequest(application_id="app-b", queue_name="root.b", partition_name="default", ugi=ugi),
-                ),
-                rm_id=RM_ID,
-            )
-        )
-        ask = Resource({"memory": 10, "vcore": 1})
-        proxy.update_allocation(
-            si.AllocationRequest(
-                allocations=tuple(
-                    si.Allocation(
-                        allocation_key=f"ask-{k:05d}",
-                        application_id="app-a" if k % 2 == 0 else "app-b",
-                        partition_name="default",
-                        resource_per_alloc=ask,
-                    )
-                    for k in range(asks)
-                ),
-                rm_id=RM_ID,
-            )
-        )
+        submit_workload(proxy, RM_ID, nodes, asks)
         events.flush(30.0)
         return jsonify(state())
 

@@ -45,7 +45,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from pyscheduler.bench.machine import Progress, fmt_ratio, format_table
 
@@ -77,6 +77,9 @@ partitions:
           - name: a
           - name: b
 """
+
+if TYPE_CHECKING:
+    from pyscheduler.rmproxy.proxy import RMProxy
 
 
 # --- the worker: one case in this process ---------------------------------------------------
@@ -128,10 +131,54 @@ class Setup:
     scheduler: Any
 
 
+def submit_workload(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
+    """YuniKorn's BenchmarkScheduling shape: ``nodes`` nodes of ``asks // nodes + 1`` asks'
+    capacity, apps ``app-a`` in root.a and ``app-b`` in root.b, and ``asks`` asks of memory 10,
+    vcore 1 split between them. Shared with the REST benchmark's served run."""
+    from pyscheduler.common.resources import Resource
+    from pyscheduler.rmproxy import messages as si
+
+    per_node = asks // nodes + 1
+    capacity = Resource({"memory": 10 * per_node, "vcore": per_node})
+    proxy.update_node(
+        si.NodeRequest(
+            nodes=tuple(
+                si.NodeInfo(node_id=f"node-{i:05d}", action=si.NodeAction.CREATE, schedulable_resource=capacity)
+                for i in range(nodes)
+            ),
+            rm_id=rm_id,
+        )
+    )
+    ugi = si.UserGroupInformation(user="bench")
+    proxy.update_application(
+        si.ApplicationRequest(
+            new=(
+                si.AddApplicationRequest(application_id="app-a", queue_name="root.a", partition_name="default", ugi=ugi),
+                si.AddApplicationRequest(application_id="app-b", queue_name="root.b", partition_name="default", ugi=ugi),
+            ),
+            rm_id=rm_id,
+        )
+    )
+    ask = Resource({"memory": 10, "vcore": 1})
+    proxy.update_allocation(
+        si.AllocationRequest(
+            allocations=tuple(
+                si.Allocation(
+                    allocation_key=f"ask-{k:05d}",
+                    application_id="app-a" if k % 2 == 0 else "app-b",
+                    partition_name="default",
+                    resource_per_alloc=ask,
+                )
+                for k in range(asks)
+            ),
+            rm_id=rm_id,
+        )
+    )
+
+
 def build(policy: str, nodes: int, asks: int, native: bool) -> Setup:
     """A fresh ClusterContext in the benchmark's shape, with every ask pending (not timed),
     and its (not started) Scheduler."""
-    from pyscheduler.common.resources import Resource
     from pyscheduler.rmproxy import messages as si
     from pyscheduler.rmproxy.proxy import RMProxy
     from pyscheduler.scheduler.context import ClusterContext
@@ -147,42 +194,7 @@ def build(policy: str, nodes: int, asks: int, native: bool) -> Setup:
     proxy.register_resource_manager(
         si.RegisterResourceManagerRequest(rm_id=RM_ID, policy_group="default", config=CONFIG % policy), rm
     )
-    per_node = asks // nodes + 1
-    capacity = Resource({"memory": 10 * per_node, "vcore": per_node})
-    proxy.update_node(
-        si.NodeRequest(
-            nodes=tuple(
-                si.NodeInfo(node_id=f"node-{i:05d}", action=si.NodeAction.CREATE, schedulable_resource=capacity)
-                for i in range(nodes)
-            ),
-            rm_id=RM_ID,
-        )
-    )
-    ugi = si.UserGroupInformation(user="bench")
-    proxy.update_application(
-        si.ApplicationRequest(
-            new=(
-                si.AddApplicationRequest(application_id="app-a", queue_name="root.a", partition_name="default", ugi=ugi),
-                si.AddApplicationRequest(application_id="app-b", queue_name="root.b", partition_name="default", ugi=ugi),
-            ),
-            rm_id=RM_ID,
-        )
-    )
-    ask = Resource({"memory": 10, "vcore": 1})
-    proxy.update_allocation(
-        si.AllocationRequest(
-            allocations=tuple(
-                si.Allocation(
-                    allocation_key=f"ask-{k:05d}",
-                    application_id="app-a" if k % 2 == 0 else "app-b",
-                    partition_name="default",
-                    resource_per_alloc=ask,
-                )
-                for k in range(asks)
-            ),
-            rm_id=RM_ID,
-        )
-    )
+    submit_workload(proxy, RM_ID, nodes, asks)
     return Setup(context, proxy, rm, scheduler)
 
 
