@@ -433,8 +433,14 @@ def test_timeout_argument_overrides_the_default() -> None:
 
 def test_a_waiter_is_woken_by_clear_and_keeps_waiting(later: Callable[..., None]) -> None:
     rm = RecordingRM(timeout=BOUND)
-    later(rm.clear)
-    later(rm.update_node, NODE_ACCEPTED)
+
+    def clear_then_accept() -> None:
+        # One thread, in this order: two threads could run them the other way round, and the
+        # clear would then wipe the node the waiter is waiting for.
+        rm.clear()
+        rm.update_node(NODE_ACCEPTED)
+
+    later(clear_then_accept)
     assert rm.wait_for_accepted_node("node-1") == AcceptedNode("node-1")
 
 
