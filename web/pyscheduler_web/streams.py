@@ -170,6 +170,11 @@ class WriteDeadlines:
         with self._lock:
             self._armed.pop(key, None)
 
+    def count_expired(self) -> None:
+        """A stream whose write deadline was enforced elsewhere (the Rust pump)."""
+        with self._lock:
+            self.expired += 1
+
     def _run(self) -> None:
         while True:
             time.sleep(self.tick)
@@ -248,6 +253,7 @@ def stream_body(
     sock: socket.socket | None,
     deadlines: WriteDeadlines | None = None,
     key: int = 0,
+    pump: bool = False,
 ) -> Iterator[bytes]:
     """The response body. gunicorn writes (and sends) each item as it is yielded; closing the
     generator (client gone, write stuck, worker stopping) closes the subscription and frees
@@ -271,6 +277,9 @@ def stream_body(
 
     try:
         yield from send(first_line)
+        if pump and sock is not None:
+            yield from _pumped(subscription, sock, stopping, peer, end, deadlines)
+            return
         while True:
             if stopping.is_set():
                 yield from end("the scheduler is shutting down")
@@ -288,3 +297,32 @@ def stream_body(
             deadlines.disarm(key)  # type: ignore[union-attr]
         subscription.close()
         release()
+
+
+def _pumped(
+    subscription: Subscription,
+    sock: socket.socket,
+    stopping: threading.Event,
+    peer: PeerWatch,
+    end: Callable[[str], Iterator[bytes]],
+    deadlines: WriteDeadlines | None,
+) -> Iterator[bytes]:
+    """Live events written by Rust straight to the socket as HTTP/1.1 chunks, with the GIL
+    released while events flow (many streams would otherwise take the GIL for every chunk
+    and starve the scheduler). The first and closing lines and the chunked terminator still
+    go through gunicorn, so the framing stays one chunk sequence."""
+    restore = sock.gettimeout() != None  # noqa: E711 - a timeout means a non-blocking fd
+    while True:
+        if stopping.is_set():
+            yield from end("the scheduler is shutting down")
+            return
+        status, _ = subscription.pump(sock.fileno(), CHUNK_EVENTS, POLL_INTERVAL, WRITE_TIMEOUT, restore)
+        if status == "closed":
+            yield from end(subscription.closed_reason or "")
+            return
+        if status == "write_failed":
+            if deadlines is not None:
+                deadlines.count_expired()
+            return
+        if peer.closed():
+            return

@@ -292,6 +292,92 @@ impl Subscription {
         })
     }
 
+    /// Writes events straight to a connected socket as HTTP/1.1 chunks, with the GIL released
+    /// for as long as events keep coming: a stream then costs the interpreter nothing per
+    /// chunk. Returns ``(status, events_written)``: "idle" when nothing came within
+    /// ``timeout`` (the caller checks for shutdown or a gone client, then pumps again),
+    /// "closed" when the subscription closed (see ``closed_reason``), "write_failed" when a
+    /// write failed or stayed stuck for ``write_timeout`` seconds. The socket is switched to
+    /// blocking mode with a send timeout while pumping and left non-blocking again when
+    /// ``restore_nonblocking``; it is never closed here.
+    #[pyo3(signature = (fd, max_events = 1000, timeout = 0.1, write_timeout = 5.0, restore_nonblocking = false, linger = 0.05))]
+    #[allow(clippy::too_many_arguments)]
+    fn pump(
+        &self,
+        py: Python<'_>,
+        fd: i32,
+        max_events: usize,
+        timeout: f64,
+        write_timeout: f64,
+        restore_nonblocking: bool,
+        linger: f64,
+    ) -> PyResult<(&'static str, u64)> {
+        use std::os::fd::FromRawFd;
+        let timeout = duration(timeout)?;
+        let linger = duration(linger)?;
+        let write_timeout = duration(write_timeout)?;
+        if fd < 0 {
+            return Err(PyValueError::new_err("pump needs a socket file descriptor"));
+        }
+        // SAFETY: the fd is a connected socket owned by the caller for the whole call; the
+        // ManuallyDrop keeps this borrowed TcpStream from closing it.
+        let stream = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd) });
+        let result = py.detach(|| {
+            let mut socket: &std::net::TcpStream = &stream;
+            if socket.set_nonblocking(false).is_err() || socket.set_write_timeout(Some(write_timeout)).is_err() {
+                return ("write_failed", 0);
+            }
+            let mut written = 0u64;
+            let mut frame = Vec::new();
+            let status = loop {
+                match self.inner.next(max_events, timeout) {
+                    SubscriptionStatus::Events(mut bytes, mut n) => {
+                        // Gather what arrives within `linger` into one chunk: a hundred streams
+                        // woken for every consumer batch would spend the machine on wake-ups.
+                        let until = std::time::Instant::now() + linger;
+                        let mut closed = false;
+                        while bytes.len() < PUMP_CHUNK_BYTES {
+                            let left = until.saturating_duration_since(std::time::Instant::now());
+                            if left.is_zero() {
+                                break;
+                            }
+                            match self.inner.next(max_events, left) {
+                                SubscriptionStatus::Events(more, m) => {
+                                    bytes.extend_from_slice(&more);
+                                    n += m;
+                                }
+                                SubscriptionStatus::Timeout => break,
+                                SubscriptionStatus::Closed(_) => {
+                                    closed = true;
+                                    break;
+                                }
+                            }
+                        }
+                        frame.clear();
+                        frame.extend_from_slice(format!("{:X}\r\n", bytes.len()).as_bytes());
+                        frame.extend_from_slice(&bytes);
+                        frame.extend_from_slice(b"\r\n");
+                        if !write_by(&mut socket, &frame, write_timeout) {
+                            break "write_failed";
+                        }
+                        written += n as u64;
+                        if closed {
+                            break "closed";
+                        }
+                    }
+                    SubscriptionStatus::Timeout => break "idle",
+                    SubscriptionStatus::Closed(_) => break "closed",
+                }
+            };
+            let _ = socket.set_write_timeout(None);
+            if restore_nonblocking {
+                let _ = socket.set_nonblocking(true);
+            }
+            (status, written)
+        });
+        Ok(result)
+    }
+
     /// The id of the next event this subscription delivers.
     #[getter]
     fn next_id(&self) -> u64 {
@@ -308,6 +394,30 @@ impl Subscription {
         py.detach(|| self.inner.close());
     }
 }
+
+/// Writes all of `data` within `limit` (one deadline for the whole chunk: a socket send timeout
+/// alone restarts with every partial write, so a trickling client could hold a stream forever).
+fn write_by(socket: &mut &std::net::TcpStream, data: &[u8], limit: Duration) -> bool {
+    use std::io::Write;
+    let deadline = std::time::Instant::now() + limit;
+    let mut off = 0;
+    while off < data.len() {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() || socket.set_write_timeout(Some(left)).is_err() {
+            return false;
+        }
+        match socket.write(&data[off..]) {
+            Ok(0) => return false,
+            Ok(n) => off += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    true
+}
+
+/// A pumped chunk is written once it holds this much, lingering or not.
+const PUMP_CHUNK_BYTES: usize = 1 << 20;
 
 /// Largest scratch buffer a thread keeps between calls.
 const SCRATCH_KEEP_BYTES: usize = 64 << 20;

@@ -91,7 +91,11 @@ def stream() -> Response:
         subscription.close()
         registry.release(slot)
 
-    body = stream_body(first_line, subscription, release, svc.stopping, sock, web_state().write_deadlines, slot.id)
+    # gunicorn frames the body in chunks only for HTTP/1.1: only then may Rust write chunks itself.
+    pump = sock is not None and request.environ.get("SERVER_PROTOCOL") == "HTTP/1.1"
+    body = stream_body(
+        first_line, subscription, release, svc.stopping, sock, web_state().write_deadlines, slot.id, pump=pump
+    )
     response = Response(StreamBody(body, release), direct_passthrough=True)
     write_headers(response.headers)
     return response
