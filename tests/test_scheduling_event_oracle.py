@@ -10,8 +10,6 @@ hold exactly the expected (type, change type, detail, objectID, referenceID, mes
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from pyscheduler.common.resources import Resource
@@ -21,61 +19,11 @@ from pyscheduler.events.types import EventRecordType as T
 from pyscheduler.rmproxy import messages as si
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.rmproxy.recording import RecordingRM
+
 from pyscheduler.scheduler.health import check_health
 from pyscheduler.scheduler.loop import Scheduler
 
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: singleleaf
-"""
-RM_ID = "rm:123"
-
-
-def tuples(records: list[dict]) -> list[tuple]:
-    """(type, change type, detail, objectID, referenceID, message) of wire records."""
-    return [
-        (
-            r.get("type", 0),
-            r.get("eventChangeType", 0),
-            r.get("eventChangeDetail", 0),
-            r.get("objectID", ""),
-            r.get("referenceID", ""),
-            r.get("message", ""),
-        )
-        for r in records
-    ]
-
-
-class Oracle:
-    def __init__(self, proxy: RMProxy) -> None:
-        self.events = proxy.context.event_system
-        self.stream = self.events.subscribe(count=1000)
-
-    def batch(self) -> list[dict]:
-        assert self.events.flush(5.0)
-        body = json.loads(self.events.batch_body(0, 10_000))
-        assert body["InstanceUUID"] == self.events.instance_uuid
-        return body["EventRecords"] or []
-
-    def stream_lines(self, n: int) -> list[dict]:
-        out: list[dict] = []
-        buffered = b""
-        for _ in range(50):
-            chunk = self.stream.next(max_events=n - len(out), timeout=0.2)
-            assert chunk is not None, self.stream.closed_reason
-            buffered += chunk
-            out = [json.loads(line) for line in buffered.splitlines()]
-            if len(out) >= n:
-                break
-        assert len(out) == n, f"stream delivered {len(out)} of {n}"
-        assert all("InstanceUUID" not in line for line in out)
-        return out
-
+from event_oracle import CONFIG, RM_ID, STEPS, Oracle, tuples
 
 @pytest.fixture
 def world():
@@ -97,7 +45,7 @@ def test_application_history_tracking_through_the_scheduling_cycle(world) -> Non
     assert scheduler.schedule_once() == []
 
     # 1. register: the two configured queues.
-    step1 = [(T.QUEUE, C.ADD, D.DETAILS_NONE, "root", "", ""), (T.QUEUE, C.ADD, D.DETAILS_NONE, "root.singleleaf", "", "")]
+    step1 = STEPS["register"]
     batch = oracle.batch()
     assert tuples(batch) == step1
     assert tuples(oracle.stream_lines(2)) == step1
@@ -107,11 +55,7 @@ def test_application_history_tracking_through_the_scheduling_cycle(world) -> Non
     proxy.update_node(si.NodeRequest(nodes=(si.NodeInfo(node_id="node-1:1234", action=si.NodeAction.CREATE,
                                                         schedulable_resource=capacity),), rm_id=RM_ID))
     rm.wait_for_accepted_node("node-1:1234")
-    step2 = [
-        (T.NODE, C.SET, D.NODE_SCHEDULABLE, "node-1:1234", "", "schedulable: true"),
-        (T.QUEUE, C.SET, D.QUEUE_MAX, "root", "", ""),
-        (T.NODE, C.ADD, D.DETAILS_NONE, "node-1:1234", "", "Node added to the scheduler"),
-    ]
+    step2 = STEPS["node"]
     batch = oracle.batch()
     assert len(batch) == 5
     assert tuples(batch[2:]) == step2
@@ -123,7 +67,7 @@ def test_application_history_tracking_through_the_scheduling_cycle(world) -> Non
         application_id="app-1", queue_name="root.singleleaf", partition_name="default",
         ugi=si.UserGroupInformation(user="testuser", groups=("testgroup",))),), rm_id=RM_ID))
     rm.wait_for_accepted_app("app-1")
-    step3 = [(T.APP, C.ADD, D.APP_NEW, "app-1", "", ""), (T.QUEUE, C.ADD, D.QUEUE_APP, "root.singleleaf", "app-1", "")]
+    step3 = STEPS["app"]
     batch = oracle.batch()
     assert len(batch) == 7
     assert tuples(batch[5:]) == step3
@@ -147,14 +91,7 @@ def test_application_history_tracking_through_the_scheduling_cycle(world) -> Non
     assert alloc.resource_per_alloc == ask
     # One more cycle has nothing left to do and adds no event.
     assert scheduler.schedule_once() == []
-    step4 = [
-        (T.APP, C.SET, D.APP_ACCEPTED, "app-1", "", ""),
-        (T.APP, C.ADD, D.APP_REQUEST, "app-1", "alloc-1", ""),
-        (T.NODE, C.ADD, D.NODE_ALLOC, "node-1:1234", "alloc-1", ""),
-        (T.APP, C.SET, D.APP_RUNNING, "app-1", "", ""),
-        (T.USERGROUP, C.ADD, D.UG_USER_RESOURCE, "testuser", "root.singleleaf", ""),
-        (T.APP, C.ADD, D.APP_ALLOC, "app-1", "alloc-1", ""),
-    ]
+    step4 = STEPS["ask"]
     batch = oracle.batch()
     assert len(batch) == 13
     assert tuples(batch[7:]) == step4
@@ -166,12 +103,7 @@ def test_application_history_tracking_through_the_scheduling_cycle(world) -> Non
         si.AllocationRelease(partition_name="default", application_id="app-1", allocation_key="alloc-1",
                              termination_type=si.TerminationType.STOPPED_BY_RM),)), rm_id=RM_ID))
     rm.wait_for_app_state("app-1", "Completing")
-    step5 = [
-        (T.USERGROUP, C.REMOVE, D.UG_USER_RESOURCE, "testuser", "root.singleleaf", ""),
-        (T.APP, C.SET, D.APP_COMPLETING, "app-1", "", ""),
-        (T.APP, C.REMOVE, D.ALLOC_CANCEL, "app-1", "alloc-1", ""),
-        (T.NODE, C.REMOVE, D.NODE_ALLOC, "node-1:1234", "alloc-1", ""),
-    ]
+    step5 = STEPS["release"]
     batch = oracle.batch()
     assert tuples(batch[13:17]) == step5
     assert tuples(oracle.stream_lines(4)) == step5

@@ -11,10 +11,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+# The shared helpers in tests/ (event_oracle.py) are importable when tests/web runs alone too.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 pytest.importorskip("pyscheduler_web", reason="the web package is not installed (pip install -e web)")
 pytest.importorskip("requests")

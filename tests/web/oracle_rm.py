@@ -12,8 +12,8 @@ outcome is in (the running scheduling loop makes the allocation):
 - ``POST /test/oracle/ask``: ask ``alloc-1`` (memory 10000000, vcore 1000), waits for its allocation
 - ``POST /test/oracle/release``: the RM releases it (STOPPED_BY_RM), waits for Completing
 
-``STEPS`` holds the expected (type, change type, detail, objectID, referenceID, message)
-tuples of each step.
+The configuration and the expected tuples of each step (``STEPS``) are shared with the other
+oracle tests, in tests/event_oracle.py.
 """
 
 from __future__ import annotations
@@ -25,52 +25,12 @@ from typing import Any
 from flask import Blueprint, jsonify
 
 from pyscheduler.common.resources import Resource
-from pyscheduler.events.types import EventChangeDetail as D
-from pyscheduler.events.types import EventChangeType as C
 from pyscheduler.events.types import EventRecord
-from pyscheduler.events.types import EventRecordType as T
 from pyscheduler.rmproxy import messages as si
 
-RM_ID = "rm:123"
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: singleleaf
-"""
+from event_oracle import CONFIG, RM_ID, STEPS  # noqa: F401 - re-exported for the test
 
-STEPS: dict[str, list[tuple[int, int, int, str, str, str]]] = {
-    "register": [
-        (T.QUEUE, C.ADD, D.DETAILS_NONE, "root", "", ""),
-        (T.QUEUE, C.ADD, D.DETAILS_NONE, "root.singleleaf", "", ""),
-    ],
-    "node": [
-        (T.NODE, C.SET, D.NODE_SCHEDULABLE, "node-1:1234", "", "schedulable: true"),
-        (T.QUEUE, C.SET, D.QUEUE_MAX, "root", "", ""),
-        (T.NODE, C.ADD, D.DETAILS_NONE, "node-1:1234", "", "Node added to the scheduler"),
-    ],
-    "app": [
-        (T.APP, C.ADD, D.APP_NEW, "app-1", "", ""),
-        (T.QUEUE, C.ADD, D.QUEUE_APP, "root.singleleaf", "app-1", ""),
-    ],
-    "ask": [
-        (T.APP, C.SET, D.APP_ACCEPTED, "app-1", "", ""),
-        (T.APP, C.ADD, D.APP_REQUEST, "app-1", "alloc-1", ""),
-        (T.NODE, C.ADD, D.NODE_ALLOC, "node-1:1234", "alloc-1", ""),
-        (T.APP, C.SET, D.APP_RUNNING, "app-1", "", ""),
-        (T.USERGROUP, C.ADD, D.UG_USER_RESOURCE, "testuser", "root.singleleaf", ""),
-        (T.APP, C.ADD, D.APP_ALLOC, "app-1", "alloc-1", ""),
-    ],
-    "release": [
-        (T.USERGROUP, C.REMOVE, D.UG_USER_RESOURCE, "testuser", "root.singleleaf", ""),
-        (T.APP, C.SET, D.APP_COMPLETING, "app-1", "", ""),
-        (T.APP, C.REMOVE, D.ALLOC_CANCEL, "app-1", "alloc-1", ""),
-        (T.NODE, C.REMOVE, D.NODE_ALLOC, "node-1:1234", "alloc-1", ""),
-    ],
-}
+
 
 
 class OracleRM:

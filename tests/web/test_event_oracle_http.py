@@ -8,22 +8,8 @@ import json
 from collections.abc import Callable
 from pathlib import Path
 
-from oracle_rm import CONFIG, STEPS
+from event_oracle import CONFIG, STEPS, tuples
 from web_helpers import Server, StreamClient
-
-
-def tuples(records: list[dict]) -> list[tuple]:
-    return [
-        (
-            r.get("type", 0),
-            r.get("eventChangeType", 0),
-            r.get("eventChangeDetail", 0),
-            r.get("objectID", ""),
-            r.get("referenceID", ""),
-            r.get("message", ""),
-        )
-        for r in records
-    ]
 
 
 def batch(server: Server) -> list[dict]:

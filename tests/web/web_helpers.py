@@ -110,7 +110,8 @@ class Server:
 
 def _server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), env.get("PYTHONPATH", "")) if p)
+    # tests/web (scenario RMs) and tests/ (shared helpers such as event_oracle.py).
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(HERE), str(HERE.parent), env.get("PYTHONPATH", "")) if p)
     env.pop("PYSCHEDULER_BIND", None)
     env.update(extra or {})
     return env
