@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from rm_helpers import TWO_PARTITIONS
 from scheduling_helpers import Cluster, clusters, res  # noqa: F401
 
 from pyscheduler.common.resources import Resource
@@ -370,22 +371,7 @@ def test_user_group_manager_inconsistent_with_itself(clusters) -> None:
 
 
 def test_every_partition_is_checked(clusters) -> None:
-    two = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: a
-  - name: gpu
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: a
-"""
-    c = clusters(two)
+    c = clusters(TWO_PARTITIONS)
     c.update_nodes(si.NodeInfo(node_id="g1", action=si.NodeAction.CREATE, schedulable_resource=res(memory=10),
                                attributes={"si/node-partition": "gpu"}))
     c.add_node("d1")
