@@ -42,6 +42,11 @@ class Reservations:
     def __len__(self) -> int:
         return len(self.by_key)
 
+    @property
+    def reserved_nodes(self) -> int:
+        """How many nodes hold at least one reservation."""
+        return len(self._by_node)
+
     def can_reserve(self, node: Node, required: bool) -> bool:
         """A node takes a normal reservation only when it has none; required-node
         reservations only share a node with each other."""

@@ -219,6 +219,10 @@ class SchedulingCycle:
         resources come closest to fitting it (YuniKorn's FitInScore), among the nodes the RM's
         predicates accept for a reservation (``allocate=False``, YuniKorn's preReserveConditions):
         a node the RM refuses would otherwise stay reserved, and hidden, for nothing."""
+        if partition.reservations.reserved_nodes >= len(partition.nodes):
+            # Every node holds a reservation already, so none can take a normal one: an
+            # overloaded cluster would otherwise pay this scan on every cycle for every ask.
+            return
         candidates: list[tuple[float, str]] = []
         for node in partition.nodes.values():
             if not node.schedulable or not node.fits_capacity(ask.resource):
