@@ -71,6 +71,11 @@ class EventStore:
     ) -> list[tuple[int, int, int, int, int, str, str, str, dict[str, int]]]: ...
     def subscribe_recent(self, count: int = 0, capacity: int = 2000) -> Subscription: ...
     def subscribe_from(self, start: int, capacity: int = 2000) -> Subscription: ...
+    def attach_stream(self, subscription: Subscription, fd: int, write_timeout: float = 5.0) -> StreamTicket:
+        """Hands a subscription and its connected socket (HTTP/1.1, headers sent) to the
+        stream fan-out thread, which writes its events as chunks from then on."""
+    def release_streams(self) -> None:
+        """Asks every attached stream to end at its next chunk boundary ("released")."""
     def stats(self) -> dict[str, int]: ...
     def stop(self) -> None: ...
     @property
@@ -83,7 +88,7 @@ class Subscription:
         """Events as NDJSON; b"" when none came in time; None once closed."""
     def pump(
         self, fd: int, max_events: int = 1000, timeout: float = 0.1, write_timeout: float = 5.0,
-        restore_nonblocking: bool = False,
+        restore_nonblocking: bool = False, linger: float = 0.05,
     ) -> tuple[str, int]:
         """Writes events to a socket as HTTP/1.1 chunks with the GIL released: ("idle" |
         "closed" | "write_failed", events written)."""
@@ -92,6 +97,21 @@ class Subscription:
     @property
     def closed_reason(self) -> str | None: ...
     def close(self) -> None: ...
+
+class StreamTicket:
+    """A stream attached to the fan-out thread (``EventStore.attach_stream``)."""
+
+    def wait(self, timeout: float = 1.0) -> str | None:
+        """Waits (GIL released) for the stream to end: None while it runs, else "closed",
+        "released", "peer_closed", "write_failed" or "write_timeout"."""
+    def release(self) -> None:
+        """Asks the hub to hand the stream back at its next chunk boundary."""
+    @property
+    def outcome(self) -> str | None: ...
+    @property
+    def closed_reason(self) -> str | None: ...
+    @property
+    def events_written(self) -> int: ...
 
 class NodeIndex:
     """Nodes ordered by (score, node id) under the ``fair`` or ``binpacking`` policy."""

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-from pyscheduler._native import EventStore, Subscription
+from pyscheduler._native import EventStore, StreamTicket, Subscription
 from pyscheduler.common.clock import Clock, SystemClock
 from pyscheduler.config.event_settings import EventSettings
 from pyscheduler.events.publisher import DEFAULT_PUBLISH_INTERVAL, EventSink, ShimPublisher
@@ -72,8 +72,10 @@ class EventStats:
     #: Request events delivered to the RM callback, and lost to a failing callback.
     published: int
     publish_failed: int
-    #: Open stream subscriptions, those closed for falling behind, and events delivered.
+    #: Open stream subscriptions (of which written by the fan-out thread), those closed for
+    #: falling behind, and events delivered.
     subscribers: int
+    attached_streams: int
     slow_closed: int
     delivered: int
     #: Ring occupancy and memory.
@@ -296,6 +298,15 @@ class EventSystem:
         ring no longer holds it."""
         return self._store.subscribe_from(start, capacity)
 
+    def attach_stream(self, subscription: Subscription, fd: int, write_timeout: float) -> StreamTicket:
+        """Hands a stream's subscription and socket to the fan-out thread (one thread writes
+        every stream, each event rendered once; see ``docs/events.md``)."""
+        return self._store.attach_stream(subscription, fd, write_timeout)
+
+    def release_streams(self) -> None:
+        """Ends every attached stream at its next chunk boundary (shutting down)."""
+        self._store.release_streams()
+
     def stats(self) -> EventStats:
         native = self._store.stats()
         return EventStats(
@@ -309,6 +320,7 @@ class EventSystem:
             published=self._publisher.published,
             publish_failed=self._publisher.failed,
             subscribers=native["subscribers"],
+            attached_streams=native["attached_streams"],
             slow_closed=native["slow_closed"],
             delivered=native["delivered"],
             ring_capacity=native["capacity"],

@@ -211,6 +211,7 @@ class SchedulerService:
     def begin_shutdown(self) -> None:
         """The process is stopping: let long requests (event streams) end now."""
         self.stopping.set()
+        self.event_system.release_streams()
 
     def stop(self) -> None:
         """Stop the attached RMs, the loop, history, health checks and the event system."""
@@ -219,6 +220,7 @@ class SchedulerService:
                 return
             self._state = "stopped"
         self.stopping.set()
+        _quietly("event streams", self.event_system.release_streams)
         for item in reversed(self._attached):
             _quietly(item.name, item.stop)
         self._attached.clear()

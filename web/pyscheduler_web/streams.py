@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pyscheduler._native import Subscription
+from pyscheduler._native import StreamTicket, Subscription
 from pyscheduler.config.event_settings import EventSettings
 
 from pyscheduler_web.http import json_body
@@ -60,6 +60,11 @@ POLL_INTERVAL: Final = 0.1
 CHUNK_EVENTS: Final = 1000
 #: A write that makes no progress for this long ends the stream (YuniKorn's write deadline).
 WRITE_TIMEOUT: Final = 5.0
+#: Longest sleep of a fanned-out stream's thread before it looks at the shutdown flag.
+TICKET_WAIT: Final = 0.5
+
+#: ``EventSystem.attach_stream``: (subscription, socket fd, write timeout) -> ticket.
+Attach = Callable[[Subscription, int, float], StreamTicket]
 CLOSED_BY_PRODUCER: Final = "Event stream was closed by the producer"
 
 
@@ -253,11 +258,13 @@ def stream_body(
     sock: socket.socket | None,
     deadlines: WriteDeadlines | None = None,
     key: int = 0,
-    pump: bool = False,
+    attach: Attach | None = None,
 ) -> Iterator[bytes]:
     """The response body. gunicorn writes (and sends) each item as it is yielded; closing the
     generator (client gone, write stuck, worker stopping) closes the subscription and frees
-    the slot. ``deadlines`` (with the stream's ``key``) bounds each write."""
+    the slot. ``deadlines`` (with the stream's ``key``) bounds each write. With ``attach``
+    (``EventSystem.attach_stream``; only for HTTP/1.1, where the body is chunked) live events
+    are written by the event store's fan-out thread."""
     peer = PeerWatch(sock)
     armed = deadlines is not None and sock is not None
 
@@ -277,8 +284,8 @@ def stream_body(
 
     try:
         yield from send(first_line)
-        if pump and sock is not None:
-            yield from _pumped(subscription, sock, stopping, peer, end, deadlines)
+        if attach is not None and sock is not None:
+            yield from _fanned(subscription, sock, stopping, end, deadlines, attach)
             return
         while True:
             if stopping.is_set():
@@ -299,30 +306,42 @@ def stream_body(
         release()
 
 
-def _pumped(
+def _fanned(
     subscription: Subscription,
     sock: socket.socket,
     stopping: threading.Event,
-    peer: PeerWatch,
     end: Callable[[str], Iterator[bytes]],
     deadlines: WriteDeadlines | None,
+    attach: Attach,
 ) -> Iterator[bytes]:
-    """Live events written by Rust straight to the socket as HTTP/1.1 chunks, with the GIL
-    released while events flow (many streams would otherwise take the GIL for every chunk
-    and starve the scheduler). The first and closing lines and the chunked terminator still
-    go through gunicorn, so the framing stays one chunk sequence."""
+    """History first, written by this thread at full speed with the GIL released; then the
+    stream is handed to the event store's fan-out thread, which writes every live stream from
+    events rendered once, and this thread sleeps on its ticket. The first and closing lines and
+    the chunked terminator go through gunicorn (the hub reports at a chunk boundary), so the
+    framing stays one chunk sequence."""
+    fd = sock.fileno()
     restore = sock.gettimeout() != None  # noqa: E711 - a timeout means a non-blocking fd
-    while True:
-        if stopping.is_set():
-            yield from end("the scheduler is shutting down")
-            return
-        status, _ = subscription.pump(sock.fileno(), CHUNK_EVENTS, POLL_INTERVAL, WRITE_TIMEOUT, restore)
-        if status == "closed":
-            yield from end(subscription.closed_reason or "")
-            return
-        if status == "write_failed":
-            if deadlines is not None:
-                deadlines.count_expired()
-            return
-        if peer.closed():
-            return
+    status, _ = subscription.pump(fd, CHUNK_EVENTS, 0.0, WRITE_TIMEOUT, restore, 0.0)
+    if status == "closed":
+        yield from end(subscription.closed_reason or "")
+        return
+    if status == "write_failed":
+        if deadlines is not None:
+            deadlines.count_expired()
+        return
+    ticket = attach(subscription, fd, WRITE_TIMEOUT)
+    try:
+        outcome = None
+        while outcome is None:
+            if stopping.is_set():
+                ticket.release()
+            outcome = ticket.wait(TICKET_WAIT)
+    finally:
+        ticket.release()  # the body closed under us (worker exiting): hand the socket back
+    if outcome == "closed":
+        yield from end(ticket.closed_reason or "")
+    elif outcome == "released":
+        yield from end("the scheduler is shutting down")
+    elif outcome == "write_timeout" and deadlines is not None:
+        deadlines.count_expired()
+    # "peer_closed", "write_failed": the client is gone.

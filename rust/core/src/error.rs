@@ -11,6 +11,10 @@ pub enum CoreError {
     StartOutOfRange { start: u64, lowest: u64, highest: u64 },
     /// The event pipeline was stopped.
     Stopped,
+    /// A stream could not be attached to the fan-out (closed subscription, attached twice).
+    StreamAttach(&'static str),
+    /// A system call on a stream's socket failed.
+    Io(String),
 }
 
 impl fmt::Display for CoreError {
@@ -23,6 +27,8 @@ impl fmt::Display for CoreError {
                 write!(f, "event id {start} is not available: the buffer holds ids {lowest} to {highest}")
             }
             CoreError::Stopped => write!(f, "the event system is stopped"),
+            CoreError::StreamAttach(why) => write!(f, "cannot attach the stream: {why}"),
+            CoreError::Io(why) => write!(f, "stream socket: {why}"),
         }
     }
 }

@@ -62,6 +62,8 @@ pub struct PipelineStats {
     /// Events waiting in the queue.
     pub queued: u64,
     pub subscribers: u64,
+    /// Streams written by the fan-out thread (a subset of the subscribers).
+    pub attached_streams: u64,
     /// Subscriptions closed because they fell behind.
     pub slow_closed: u64,
     /// Events delivered to subscriptions.
@@ -73,28 +75,28 @@ pub struct PipelineStats {
     pub len: u64,
 }
 
-struct Progress {
+pub(crate) struct Progress {
     /// Events the consumer has taken off the queue.
     processed: u64,
     /// The store's next id after the consumer's last batch.
-    next_id: u64,
-    stopped: bool,
+    pub(crate) next_id: u64,
+    pub(crate) stopped: bool,
 }
 
-struct SubState {
+pub(crate) struct SubState {
     /// The next id this subscription reads.
-    cursor: AtomicU64,
+    pub(crate) cursor: AtomicU64,
     /// The first id produced after it subscribed: history before it does not count as lag.
     live_from: u64,
     capacity: u64,
-    closed: Mutex<Option<&'static str>>,
+    pub(crate) closed: Mutex<Option<&'static str>>,
     /// Held while reading, so two threads reading one subscription never deliver the same
     /// events twice.
-    reading: Mutex<()>,
+    pub(crate) reading: Mutex<()>,
 }
 
 impl SubState {
-    fn close(&self, reason: &'static str) -> bool {
+    pub(crate) fn close(&self, reason: &'static str) -> bool {
         let mut closed = self.closed.lock();
         if closed.is_some() {
             return false;
@@ -104,10 +106,10 @@ impl SubState {
     }
 }
 
-struct Shared {
+pub(crate) struct Shared {
     queue: ArrayQueue<OwnedEvent>,
     recycled: ArrayQueue<EventBuffers>,
-    store: RwLock<EventStore>,
+    pub(crate) store: RwLock<EventStore>,
     consumer: OnceLock<Thread>,
     consumer_sleeping: AtomicBool,
     stopping: AtomicBool,
@@ -118,11 +120,13 @@ struct Shared {
     dropped: AtomicU64,
     stored: AtomicU64,
     not_stored: AtomicU64,
-    slow_closed: AtomicU64,
-    delivered: AtomicU64,
-    progress: Mutex<Progress>,
-    progress_changed: Condvar,
+    pub(crate) slow_closed: AtomicU64,
+    pub(crate) delivered: AtomicU64,
+    pub(crate) progress: Mutex<Progress>,
+    pub(crate) progress_changed: Condvar,
     subscribers: Mutex<Vec<Arc<SubState>>>,
+    /// The stream fan-out (started with the first attached stream).
+    pub(crate) hub: crate::fanout::Hub,
 }
 
 pub struct EventPipeline {
@@ -151,6 +155,7 @@ impl EventPipeline {
             progress: Mutex::new(Progress { processed: 0, next_id: 0, stopped: false }),
             progress_changed: Condvar::new(),
             subscribers: Mutex::new(Vec::new()),
+            hub: crate::fanout::Hub::default(),
         });
         let worker = Arc::clone(&shared);
         let handle = thread::Builder::new()
@@ -266,6 +271,30 @@ impl EventPipeline {
         Ok(Subscription { shared: Arc::clone(&self.shared), state })
     }
 
+    /// Hands `sub` and its connected socket to the stream fan-out thread, which writes its
+    /// events as HTTP/1.1 chunks from then on (see [`crate::fanout`]).
+    pub fn attach_stream(
+        &self,
+        sub: &Subscription,
+        socket: std::os::fd::BorrowedFd<'_>,
+        write_timeout: Duration,
+    ) -> Result<crate::fanout::StreamTicket, CoreError> {
+        if !Arc::ptr_eq(&sub.shared, &self.shared) {
+            return Err(CoreError::StreamAttach("the subscription belongs to another event store"));
+        }
+        crate::fanout::attach(sub, socket, write_timeout)
+    }
+
+    /// Asks every attached stream to be handed back to its owner (shutting down).
+    pub fn release_streams(&self) {
+        crate::fanout::release_all(&self.shared);
+    }
+
+    /// Streams attached to the fan-out and not yet ended.
+    pub fn attached_streams(&self) -> u64 {
+        self.shared.hub.attached()
+    }
+
     pub fn stats(&self) -> PipelineStats {
         let s = &self.shared;
         let store = s.store.read();
@@ -276,6 +305,7 @@ impl EventPipeline {
             not_stored: s.not_stored.load(Ordering::Relaxed),
             queued: s.queue.len() as u64,
             subscribers: s.subscribers.lock().len() as u64,
+            attached_streams: s.hub.attached(),
             slow_closed: s.slow_closed.load(Ordering::Relaxed),
             delivered: s.delivered.load(Ordering::Relaxed),
             interned_strings: store.interned_strings() as u64,
@@ -424,8 +454,8 @@ pub enum SubscriptionStatus {
 }
 
 pub struct Subscription {
-    shared: Arc<Shared>,
-    state: Arc<SubState>,
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) state: Arc<SubState>,
 }
 
 impl Subscription {
@@ -498,9 +528,13 @@ impl Subscription {
         self.shared.progress_changed.notify_all();
     }
 
-    fn unregister(&self) {
-        self.shared.subscribers.lock().retain(|s| !Arc::ptr_eq(s, &self.state));
+    pub(crate) fn unregister(&self) {
+        unregister(&self.shared, &self.state);
     }
+}
+
+pub(crate) fn unregister(shared: &Shared, state: &Arc<SubState>) {
+    shared.subscribers.lock().retain(|s| !Arc::ptr_eq(s, state));
 }
 
 impl Drop for Subscription {

@@ -155,6 +155,24 @@ impl EventStore {
         RangeInfo { lowest, highest, written }
     }
 
+    /// Like [`EventStore::write_ndjson`], and records where each line ends in `out` (the
+    /// offset just past its `\n`), so that a suffix of the lines can be sent on its own.
+    pub fn write_ndjson_lines(&self, out: &mut Vec<u8>, line_ends: &mut Vec<usize>, start: u64, count: u64) -> usize {
+        match self.ring.range(start, count) {
+            None => 0,
+            Some((a, b)) => {
+                out.reserve((a.len() + b.len()) * 256);
+                line_ends.reserve(a.len() + b.len());
+                for rec in a.iter().chain(b) {
+                    self.write_record(out, rec);
+                    out.push(b'\n');
+                    line_ends.push(out.len());
+                }
+                a.len() + b.len()
+            }
+        }
+    }
+
     /// Writes one record's JSON object.
     pub fn write_record(&self, out: &mut Vec<u8>, rec: &CompactRecord) {
         let payload = rec.payload;

@@ -1,7 +1,7 @@
 //! The one place where core errors become Python exceptions.
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyscheduler_core::CoreError;
 
@@ -23,7 +23,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub fn to_py(err: CoreError) -> PyErr {
     let message = err.to_string();
     match err {
-        CoreError::InvalidField { .. } => PyValueError::new_err(message),
+        CoreError::InvalidField { .. } | CoreError::StreamAttach(_) => PyValueError::new_err(message),
+        CoreError::Io(_) => PyOSError::new_err(message),
         CoreError::StartOutOfRange { start, lowest, highest } => {
             EventIdOutOfRangeError::new_err((message, start, lowest, highest))
         }

@@ -222,6 +222,28 @@ impl EventStore {
         Ok(Subscription { inner })
     }
 
+    /// Hands `subscription` and the connected socket `fd` (an HTTP/1.1 response whose
+    /// headers are sent) to the stream fan-out thread, which from then on writes the events as
+    /// chunks: rendered once for all streams, sent without blocking, the GIL never taken. The
+    /// caller keeps the socket open until the ticket reports an outcome (the hub writes
+    /// through its own duplicate, so an early close is safe, only wasteful).
+    #[pyo3(signature = (subscription, fd, write_timeout = 5.0))]
+    fn attach_stream(&self, py: Python<'_>, subscription: &Subscription, fd: i32, write_timeout: f64) -> PyResult<StreamTicket> {
+        let write_timeout = duration(write_timeout)?;
+        if fd < 0 {
+            return Err(PyValueError::new_err("attach_stream needs a socket file descriptor"));
+        }
+        // SAFETY: the caller's socket is open for this call; the hub duplicates it at once.
+        let socket = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+        let inner = py.detach(|| self.pipeline.attach_stream(&subscription.inner, socket, write_timeout));
+        Ok(StreamTicket { inner: inner.map_err(errors::to_py)? })
+    }
+
+    /// Asks every attached stream to end at its next chunk boundary ("released").
+    fn release_streams(&self, py: Python<'_>) {
+        py.detach(|| self.pipeline.release_streams());
+    }
+
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let PipelineStats {
             accepted,
@@ -230,6 +252,7 @@ impl EventStore {
             not_stored,
             queued,
             subscribers,
+            attached_streams,
             slow_closed,
             delivered,
             interned_strings,
@@ -246,6 +269,7 @@ impl EventStore {
             ("not_stored", not_stored),
             ("queued", queued),
             ("subscribers", subscribers),
+            ("attached_streams", attached_streams),
             ("slow_closed", slow_closed),
             ("delivered", delivered),
             ("interned_strings", interned_strings),
@@ -392,6 +416,52 @@ impl Subscription {
 
     fn close(&self, py: Python<'_>) {
         py.detach(|| self.inner.close());
+    }
+}
+
+/// A stream attached to the fan-out thread (`EventStore.attach_stream`).
+#[pyclass(module = "pyscheduler._native", frozen)]
+pub struct StreamTicket {
+    inner: pyscheduler_core::StreamTicket,
+}
+
+#[pymethods]
+impl StreamTicket {
+    /// Waits (GIL released) up to `timeout` seconds for the stream to end. None while it
+    /// runs, else the outcome: "closed" (the subscription closed: see `closed_reason`; the
+    /// events before it were written), "released" (on request), "peer_closed" (the client
+    /// hung up), "write_failed", "write_timeout" (the socket was then shut down). Every
+    /// outcome but the last two leaves the socket at a chunk boundary.
+    #[pyo3(signature = (timeout = 1.0))]
+    fn wait(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<&'static str>> {
+        let timeout = duration(timeout)?;
+        Ok(py.detach(|| self.inner.wait(timeout)).map(|o| o.name()))
+    }
+
+    /// Asks the hub to hand the stream back at its next chunk boundary.
+    fn release(&self, py: Python<'_>) {
+        py.detach(|| self.inner.release());
+    }
+
+    /// The outcome, or None while the stream runs.
+    #[getter]
+    fn outcome(&self) -> Option<&'static str> {
+        self.inner.outcome().map(|o| o.name())
+    }
+
+    /// Why the subscription closed, for the "closed" outcome.
+    #[getter]
+    fn closed_reason(&self) -> Option<&'static str> {
+        match self.inner.outcome() {
+            Some(pyscheduler_core::StreamOutcome::Closed(reason)) => Some(reason),
+            _ => None,
+        }
+    }
+
+    /// Events the hub handed to the socket.
+    #[getter]
+    fn events_written(&self) -> u64 {
+        self.inner.events_written()
     }
 }
 

@@ -15,6 +15,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<event_store::EventStore>()?;
     m.add_class::<event_store::Subscription>()?;
+    m.add_class::<event_store::StreamTicket>()?;
     m.add_class::<node_index::NodeIndex>()?;
     errors::register(m)?;
     Ok(())

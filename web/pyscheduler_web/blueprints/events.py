@@ -92,9 +92,16 @@ def stream() -> Response:
         registry.release(slot)
 
     # gunicorn frames the body in chunks only for HTTP/1.1: only then may Rust write chunks itself.
-    pump = sock is not None and request.environ.get("SERVER_PROTOCOL") == "HTTP/1.1"
+    chunked = sock is not None and request.environ.get("SERVER_PROTOCOL") == "HTTP/1.1"
     body = stream_body(
-        first_line, subscription, release, svc.stopping, sock, web_state().write_deadlines, slot.id, pump=pump
+        first_line,
+        subscription,
+        release,
+        svc.stopping,
+        sock,
+        web_state().write_deadlines,
+        slot.id,
+        attach=events.attach_stream if chunked else None,
     )
     response = Response(StreamBody(body, release), direct_passthrough=True)
     write_headers(response.headers)
