@@ -452,6 +452,7 @@ def test_counters(event_system_factory):
         "published": 2,
         "publish_failed": 0,
         "subscribers": 1,
+        "attached_streams": 0,
         "slow_closed": 1,
         "delivered": 3,
         "ring_capacity": 100,

@@ -209,6 +209,7 @@ def _test_routes(service: Any) -> Blueprint:
             streams=len(web.streams),
             stream_budget=web.streams.thread_budget,
             subscribers=stats.subscribers,
+            attached_streams=stats.attached_streams,
             slow_closed=stats.slow_closed,
             next_id=events.next_id(),
             id_range=list(events.id_range()),

@@ -295,3 +295,35 @@ def test_a_write_stuck_for_5s_ends_the_stream(server: Server, open_stream: Calla
     metrics = server.get("/ws/v1/metrics").text
     assert "pyscheduler_web_event_streams_write_timeouts_total 0.0" not in metrics
     assert "Traceback" not in server.log()
+
+
+def test_live_streams_are_written_by_the_fanout_and_all_get_every_event(
+    server: Server, open_stream: Callable[..., StreamClient]
+) -> None:
+    """Live streams are handed to the event store's fan-out thread once their history is out:
+    a dozen streams, each event rendered once, all get the same complete sequence (the one
+    the batch endpoint has), and the hub lets them go when the clients leave."""
+    before = server.state()
+    streams = [open_stream(source=f"127.0.0.{2 + i % 3}") for i in range(12)]
+    for s in streams:
+        assert s.status == 200 and s.read_line()
+    state = server.wait_for(lambda st: st["attached_streams"] == before["attached_streams"] + 12)
+    assert state["attached_streams"] == before["attached_streams"] + 12
+    start = state["next_id"]
+    got: list[list[bytes]] = [[] for _ in streams]
+    for _ in range(5):
+        # Bursts below a stream's buffer (2000 events); every stream reads each burst fully.
+        server.add_events(1000)
+        for i, s in enumerate(streams):
+            got[i].extend(s.read_lines(1000, timeout=20.0))
+    expected = records(server, start, 5000)
+    assert len(expected) == 5000
+    for lines in got:
+        assert parse(lines) == expected
+    metrics = server.get("/ws/v1/metrics").text
+    assert f"pyscheduler_event_streams_attached {before['attached_streams'] + 12}.0" in metrics
+    for s in streams:
+        s.close()
+    after = server.wait_for(lambda st: st["attached_streams"] == before["attached_streams"], timeout=10.0)
+    assert after["attached_streams"] == before["attached_streams"]
+    assert after["slow_closed"] == before["slow_closed"]

@@ -88,6 +88,11 @@ class SchedulerCollector(Collector):
         yield counter("pyscheduler_event_request_dropped", "Request events dropped (request store full).", stats.request_dropped)
         yield counter("pyscheduler_event_publish_failed", "Request events lost to a failing RM callback.", stats.publish_failed)
         yield gauge("pyscheduler_event_subscribers", "Open event subscriptions.", stats.subscribers)
+        yield gauge(
+            "pyscheduler_event_streams_attached",
+            "Event streams written by the event store's fan-out thread.",
+            stats.attached_streams,
+        )
         yield counter(
             "pyscheduler_event_subscribers_closed_slow",
             "Subscriptions closed by the producer for falling behind.",

@@ -12,18 +12,23 @@ new stream so a configuration reload applies to the next connection):
   worker can spare (:meth:`StreamRegistry.set_thread_budget`): streams can never take the
   threads that ordinary requests need, whatever ``event.maxStreams`` says.
 
-The body (:func:`stream_body`): the ``{"InstanceUUID":...}`` line at once, then the NDJSON
-chunks of a :class:`~pyscheduler._native.Subscription` as they come. ``next`` waits at most
-:data:`POLL_INTERVAL` and returns every event available (up to :data:`CHUNK_EVENTS`), so an
-event is written within about 100 ms of being stored and a backlog goes out in large chunks.
+The body (:func:`stream_body`): the ``{"InstanceUUID":...}`` line at once, then the events.
+Over HTTP/1.1 the history (``count``, ``start``) goes out from the request's thread at full
+speed (``Subscription.pump``, GIL released), then the stream is handed to the event store's
+fan-out thread (``EventSystem.attach_stream``; ``docs/events.md``, "The fan-out thread"),
+which writes every live stream from events rendered once, in chunks gathered over at most
+20 ms, while the request's thread sleeps on its ticket. Otherwise (HTTP/1.0, no socket)
+``Subscription.next`` waits at most :data:`POLL_INTERVAL` and returns every event available
+(up to :data:`CHUNK_EVENTS`), which gunicorn writes.
 When the producer closes the subscription (the client fell more than its buffer behind, or the
 event system stopped) or the service shuts down, the stream ends with YuniKorn's in-band line
 ``{"status_code":200,"message":"Event stream was closed by the producer","description":...}``.
-A client that goes away is noticed at the next write or, while idle, by a non-blocking peek at
-the socket; a client that stops reading is cut when one write has been stuck for 5 s
-(YuniKorn's write deadline, :class:`WriteDeadlines`) or, sooner, when it falls more than its
-buffer behind (the closing line then waits in the socket for it). The subscription is closed
-and the slot released in every case.
+A client that goes away is noticed at the next write or, while idle, by a look at the socket
+(a non-blocking peek here, a ``poll`` once a second in the fan-out); a client that stops
+reading is cut when one chunk has been stuck for 5 s (YuniKorn's write deadline,
+:class:`WriteDeadlines` or the fan-out's own) or, sooner, when it falls more than its buffer
+behind (the closing line then waits in the socket for it). The subscription is closed and the
+slot released in every case.
 """
 
 from __future__ import annotations
