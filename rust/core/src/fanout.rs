@@ -89,6 +89,9 @@ pub(crate) struct Hub {
     /// Something besides new events needs the hub (an attach, a release). Set with the
     /// pipeline's progress lock held, so the hub's wait never misses it.
     dirty: AtomicBool,
+    /// Makes the hub thread panic at its next pass (tests of the unwinding path).
+    #[cfg(test)]
+    inject_panic: AtomicBool,
 }
 
 #[derive(Default)]
@@ -583,9 +586,33 @@ fn shutdown(fd: &OwnedFd) {
 }
 
 /// The hub thread.
+/// The hub's streams. Should the hub thread ever unwind, every stream it holds ends
+/// (`write_failed`) instead of leaving its owner waiting forever.
+struct Held<'a> {
+    shared: &'a Shared,
+    conns: Vec<Conn>,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        if !thread::panicking() {
+            return;
+        }
+        let incoming = {
+            let mut state = self.shared.hub.state.lock();
+            state.running = false;
+            std::mem::take(&mut state.incoming)
+        };
+        for conn in self.conns.drain(..).chain(incoming) {
+            finish(self.shared, &conn, StreamOutcome::WriteFailed);
+        }
+    }
+}
+
 fn run(shared: &Shared) {
     let hub = &shared.hub;
-    let mut conns: Vec<Conn> = Vec::new();
+    let mut held = Held { shared, conns: Vec::new() };
+    let conns = &mut held.conns;
     let mut window = Window::default();
     let mut last_round: Option<Instant> = None;
     let mut served_head = 0u64;
@@ -598,6 +625,10 @@ fn run(shared: &Shared) {
                 state.running = false;
                 return;
             }
+        }
+        #[cfg(test)]
+        if hub.inject_panic.swap(false, Ordering::SeqCst) {
+            panic!("injected into the stream hub");
         }
         let (head, stopped) = {
             let p = shared.progress.lock();
@@ -614,7 +645,7 @@ fn run(shared: &Shared) {
         let check_peers = now >= last_peer_check + PEER_CHECK;
         let gone = if check_peers {
             last_peer_check = now;
-            hung_up(&conns)
+            hung_up(conns)
         } else {
             Vec::new()
         };
@@ -904,6 +935,24 @@ mod tests {
         let mut live = Reader::new(live_client);
         assert_eq!(live.read_until(10_000, Duration::from_secs(10)), 10_000);
         assert_eq!(live.stamps, (150_000..160_000).collect::<Vec<i64>>());
+        assert_eq!(ticket.outcome(), None);
+    }
+
+    #[test]
+    fn streams_end_when_the_hub_thread_unwinds_and_a_new_hub_serves_later_ones() {
+        let p = EventPipeline::new(1_000, 1_000);
+        let (server, _client) = connection();
+        let sub = p.subscribe_recent(0, 1_000).unwrap();
+        let ticket = p.attach_stream(&sub, server.as_fd(), Duration::from_secs(5)).unwrap();
+        p.shared.hub.inject_panic.store(true, Ordering::SeqCst);
+        wake(&p.shared);
+        assert_eq!(outcome(&ticket, Duration::from_secs(5)), StreamOutcome::WriteFailed);
+        assert_eq!(p.attached_streams(), 0);
+        let (server, client) = connection();
+        let sub = p.subscribe_recent(0, 1_000).unwrap();
+        let ticket = p.attach_stream(&sub, server.as_fd(), Duration::from_secs(5)).unwrap();
+        add(&p, 0..10);
+        assert_eq!(Reader::new(client).read_until(10, Duration::from_secs(5)), 10);
         assert_eq!(ticket.outcome(), None);
     }
 

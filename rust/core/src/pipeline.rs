@@ -130,7 +130,7 @@ pub(crate) struct Shared {
 }
 
 pub struct EventPipeline {
-    shared: Arc<Shared>,
+    pub(crate) shared: Arc<Shared>,
     consumer: Mutex<Option<JoinHandle<()>>>,
 }
 
