@@ -278,3 +278,36 @@ def test_released_usage_is_pruned(world: World) -> None:
     assert app["applicationState"] == "Completing"
     assert "usedResource" not in app and "pendingResource" not in app
 
+
+
+def test_max_used_resource_and_resource_history(world: World) -> None:
+    """maxUsedResource keeps the peak after releases; resourceHistory adds resource x whole
+    seconds held, per instance type of the node, apart for placeholders and preemptions."""
+    world.add_node("n1", memory=10_000, vcore=1_000, **{"si/instance-type": "m5.large"})
+    world.add_node("n2", memory=10_000, vcore=1_000)
+    world.add_app("app-1")
+    world.allocate("k1", "app-1", "n1", res(memory=100, vcore=10))
+    world.allocate("k2", "app-1", "n2", res(memory=300, vcore=1))
+    world.ask("ph", "app-1", res(memory=7, vcore=1), placeholder=True, task_group_name="tg")
+    world.commit("app-1", "ph", "n1")
+    world.clock.advance(90.9)  # 90 whole seconds
+    world.release("app-1", "k1")
+    world.allocate("k3", "app-1", "n1", res(memory=50, vcore=50))
+    world.clock.advance(10)
+    world.release("app-1", "k2", termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
+    world.release("app-1", "ph", termination=si.TerminationType.PLACEHOLDER_REPLACED)
+    app = decode(dao.application(world.context, "default", "app-1"), APPLICATION)
+    assert app["usedResource"] == {"memory": 50, "vcore": 50}
+    # k1 + k2 + ph at once (407 memory, 12 vcore), then k2 + ph + k3 (357 memory, 52 vcore).
+    assert app["maxUsedResource"] == {"memory": 407, "vcore": 52}
+    assert app["resourceHistory"] == {
+        "resourceUsage": {"m5.large": {"memory": 100 * 90, "vcore": 10 * 90}},
+        "preemptedResource": {"UNKNOWN": {"memory": 300 * 100, "vcore": 1 * 100}},
+        "placeholderResource": {"m5.large": {"memory": 7 * 100, "vcore": 1 * 100}},
+    }
+    world.release("app-1", "k3")
+    app = decode(dao.application(world.context, "default", "app-1"), APPLICATION)
+    assert "usedResource" not in app
+    assert app["maxUsedResource"] == {"memory": 407, "vcore": 52}
+    # k3 held 10 s.
+    assert app["resourceHistory"]["resourceUsage"]["m5.large"] == {"memory": 9000 + 500, "vcore": 900 + 500}

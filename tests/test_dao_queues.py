@@ -12,6 +12,8 @@ from pyscheduler.dao.errors import INVALID_QUEUE_NAME
 from rm_helpers import World, world  # noqa: F401  (world: the fixture)
 from test_dao_strict import PARTITION, QUEUE, RULE, ListOf, Rich, decode, rich  # noqa: F401
 
+T0 = 1_700_000_000_000_000_000  # the rich world's clock at its start
+
 INT32_MIN = -(2**31)
 
 
@@ -44,6 +46,7 @@ def test_partitions(rich: Rich) -> None:
         "applications": {"Completed": 1, "New": 1, "Rejected": 1, "Running": 2, "total": 5},
         "totalContainers": 3,
         "state": "Active",
+        "lastStateTransitionTime": T0,
     }
 
 
@@ -64,6 +67,7 @@ def test_partitions_empty_and_fresh() -> None:
             "quotaPreemptionEnabled": False,
             "applications": {"total": 0},
             "state": "Active",
+            "lastStateTransitionTime": world.clock.now_ns(),
         }
     finally:
         world.close()

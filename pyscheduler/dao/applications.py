@@ -148,8 +148,7 @@ def application_dao(partition: Partition, app: Application) -> dict[str, Any]:
         max_priority = app.max_ask_priority
         out: dict[str, Any] = {"applicationID": app.app_id}
         put(out, "usedResource", res_map(app.allocated, prune=True))
-        # No peak is tracked: the current usage is the best lower bound of it.
-        put(out, "maxUsedResource", res_map(app.allocated, prune=True))
+        put(out, "maxUsedResource", res_map(app.max_allocated(), prune=True))
         put(out, "pendingResource", res_map(app.pending, prune=True))
         out["partition"] = external_name(app.partition)
         out["queueName"] = queue.path if queue is not None else app.queue_name
@@ -172,8 +171,16 @@ def application_dao(partition: Partition, app: Application) -> dict[str, Any]:
         put(out, "maxRequestPriority", max_priority if max_priority is not None else INT32_MIN)
         started = next((t for s, t in transitions if s is AppState.RUNNING), 0)
         put(out, "startTime", started // 1_000_000)
-        # A Go struct value: always encoded, even with omitempty. No usage history is tracked.
-        out["resourceHistory"] = {}
+        # A Go struct value: always encoded, even with omitempty; its empty maps are left out.
+        history: dict[str, Any] = {}
+        for key, tracked in (
+            ("resourceUsage", app.used_history),
+            ("preemptedResource", app.preempted_history),
+            ("placeholderResource", app.placeholder_history),
+        ):
+            if tracked:
+                history[key] = tracked.as_map()
+        out["resourceHistory"] = history
     return out
 
 

@@ -63,7 +63,7 @@ def partition_info(partition: Partition) -> dict[str, Any]:
         out["applications"] = applications
         put(out, "totalContainers", _live_allocations(partition))
         put(out, "state", partition.state.value)
-        # lastStateTransitionTime: the partition does not record when its state changed.
+        put(out, "lastStateTransitionTime", partition.state_time_ns)
         return out
 
 

@@ -34,16 +34,19 @@ class Allocation:
     #: Set when the allocation is placed (or recovered) on a node.
     node_id: str = ""
     allocated: bool = False
+    #: When it was placed (its bind time) and the instance type of that node.
     allocation_time_ns: int = 0
+    instance_type: str = ""
     #: Scheduling attempts that failed, by reason (YuniKorn's allocLog, shown by REST), in
     #: order of last occurrence; ``alloc_log_time`` has the last time of a reason when known.
     alloc_log: dict[str, int] = field(default_factory=dict)
     alloc_log_time: dict[str, int] = field(default_factory=dict)
 
-    def place(self, node_id: str, now_ns: int) -> None:
+    def place(self, node_id: str, now_ns: int, instance_type: str = "") -> None:
         self.node_id = node_id
         self.allocated = True
         self.allocation_time_ns = now_ns
+        self.instance_type = instance_type
 
     def log_failure(self, reason: str, now_ns: int = 0) -> None:
         # Re-inserted: the dict's order stays the order of last occurrence.

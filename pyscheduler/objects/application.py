@@ -26,6 +26,7 @@ from pyscheduler.objects.application_state import (
     next_state,
 )
 from pyscheduler.objects.object_events import AppEvents
+from pyscheduler.objects.tracked_resource import TrackedResource
 from pyscheduler.objects.queue import Queue
 
 __all__ = ["Application", "AppTimeouts", "StateUpdate", "RUNNING_STATES"]
@@ -100,6 +101,13 @@ class Application:
         self.allocations: dict[str, Allocation] = {}
         self.pending = Resource()
         self.allocated = Resource()
+        #: The peak of ``allocated`` per type, as of the last time it went down (the current
+        #: value may be higher: see :meth:`max_allocated`). Kept off the allocation path.
+        self._peak_before_decrease = Resource()
+        #: Resource-seconds of ended allocations per instance type (REST ``resourceHistory``).
+        self.used_history = TrackedResource()
+        self.placeholder_history = TrackedResource()
+        self.preempted_history = TrackedResource()
         self._completing_deadline: float | None = None
         self._expire_deadline: float | None = None
         #: The last runnable verdicts (maxApplications of the queue path, user/group limits):
@@ -239,7 +247,9 @@ class Application:
 
     # -- allocations ---------------------------------------------------------------------------
 
-    def allocate(self, ask: Allocation, node_id: str, on_usage: Callable[[Allocation], None]) -> None:
+    def allocate(
+        self, ask: Allocation, node_id: str, on_usage: Callable[[Allocation], None], instance_type: str = ""
+    ) -> None:
         """Turns a pending ask into an allocation on ``node_id`` (the node already holds it).
         ``on_usage`` updates user/group usage between the state change and the APP event,
         in YuniKorn's order."""
@@ -247,7 +257,7 @@ class Application:
         with self.lock:
             if self.asks.pop(ask.allocation_key, None) is not None:
                 self._unindex_ask(ask)
-            ask.place(node_id, self._clock.now_ns())
+            ask.place(node_id, self._clock.now_ns(), instance_type)
             self.allocations[ask.allocation_key] = ask
             self.pending = self.pending - ask.resource
             self.allocated = self.allocated + ask.resource
@@ -279,6 +289,7 @@ class Application:
             alloc = self.allocations[key]
             delta = resource - alloc.resource
             alloc.resource = resource
+            self._note_peak()
             self.allocated = self.allocated + delta
         self.queue.inc_allocated(delta)
         return delta
@@ -296,12 +307,32 @@ class Application:
             alloc = self.allocations.pop(key, None)
             if alloc is None:
                 return None
+            self._note_peak()
             self.allocated = self.allocated - alloc.resource
+            self._track_ended(alloc, detail)
         self.queue.dec_allocated(alloc.resource)
         on_usage(alloc)
         self._check_completion()
         self._events.allocation_removed(self.app_id, key, alloc.resource, detail)
         return alloc
+
+    def _note_peak(self) -> None:
+        # Between two decreases ``allocated`` only grows: its peak is reached just before one.
+        self._peak_before_decrease = self._peak_before_decrease.component_max(self.allocated)
+
+    def max_allocated(self) -> Resource:
+        """The most this application had allocated, per resource type (REST ``maxUsedResource``)."""
+        with self.lock:
+            return self._peak_before_decrease.component_max(self.allocated)
+
+    def _track_ended(self, alloc: Allocation, detail: EventChangeDetail) -> None:
+        if detail is EventChangeDetail.ALLOC_PREEMPT:
+            history = self.preempted_history
+        elif alloc.placeholder:
+            history = self.placeholder_history
+        else:
+            history = self.used_history
+        history.aggregate(alloc.instance_type, alloc.resource, alloc.allocation_time_ns, self._clock.now_ns())
 
     def is_consistent(self) -> bool:
         """Pending and allocated equal the sums of asks and allocations (a health check)."""

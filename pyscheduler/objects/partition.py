@@ -97,6 +97,8 @@ class Partition:
         self.lock = threading.RLock()
         self.state = ObjectState.ACTIVE
         self.clock = clock
+        #: When ``state`` last changed (its creation: a partition stays Active until removed).
+        self.state_time_ns = clock.now_ns()
         self.events = events
         self.timeouts = timeouts or AppTimeouts()
         self.outbox = Outbox()
@@ -354,10 +356,10 @@ class Partition:
                 # a reservation it held is over, like when the cycle places it).
                 self.unreserve(alloc.allocation_key)
                 node.add_allocation(pending)
-                app.allocate(pending, node.node_id, self._usage_added(app))
+                app.allocate(pending, node.node_id, self._usage_added(app), node.instance_type)
                 self.allocation_count += 1
                 return "bound"
-            alloc.place(node.node_id, self.clock.now_ns())
+            alloc.place(node.node_id, self.clock.now_ns(), node.instance_type)
             node.add_allocation(alloc)
             app.recover_allocation(alloc, self._usage_added(app))
             self.allocation_count += 1
@@ -402,7 +404,7 @@ class Partition:
                 raise PartitionError(f"allocation {ask.allocation_key} of {app.app_id} on {node.node_id} is stale")
             self.unreserve(ask.allocation_key)
             node.add_allocation(ask)
-            app.allocate(ask, node.node_id, self._usage_added(app))
+            app.allocate(ask, node.node_id, self._usage_added(app), node.instance_type)
             self.allocation_count += 1
             # Told to the RM through the outbox, in order with the releases that may follow.
             self.outbox.allocated.append(ask)
