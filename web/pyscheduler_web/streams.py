@@ -65,8 +65,10 @@ POLL_INTERVAL: Final = 0.1
 CHUNK_EVENTS: Final = 1000
 #: A write that makes no progress for this long ends the stream (YuniKorn's write deadline).
 WRITE_TIMEOUT: Final = 5.0
-#: Longest sleep of a fanned-out stream's thread before it looks at the shutdown flag.
-TICKET_WAIT: Final = 0.5
+#: Longest sleep of a fanned-out stream's thread before it looks at the shutdown flag. A
+#: shutdown ends the streams at once through ``release_streams``; this is the fallback. Each
+#: wake takes the GIL, so a hundred streams waking often would tax the scheduling loop.
+TICKET_WAIT: Final = 2.0
 
 #: ``EventSystem.attach_stream``: (subscription, socket fd, write timeout) -> ticket.
 Attach = Callable[[Subscription, int, float], StreamTicket]
