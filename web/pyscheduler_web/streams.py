@@ -336,7 +336,12 @@ def _fanned(
         if deadlines is not None:
             deadlines.count_expired()
         return
-    ticket = attach(subscription, fd, WRITE_TIMEOUT)
+    try:
+        ticket = attach(subscription, fd, WRITE_TIMEOUT)
+    except (ValueError, RuntimeError, OSError):
+        # Closed or stopped since the history went out, or no descriptor to spare.
+        yield from end(subscription.closed_reason or "the stream could not be handed to the event writer")
+        return
     try:
         outcome = None
         while outcome is None:
