@@ -65,7 +65,7 @@ def test_a_new_allocation_is_never_reported_after_its_release(world: World) -> N
             armed[0] = False
             world.node("n1", A.DECOMISSION)
 
-    world.context.on_update = interleave
+    world.context.add_update_listener(interleave)
     world.commit("app-1", "k1", "n1")
     assert world.rm.allocations == {}
     order = [

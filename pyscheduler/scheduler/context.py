@@ -7,12 +7,18 @@ returns an error for that) and a configuration that does not parse or validate, 
 rejected whole, leaving the old configuration in place.
 
 Partition names are ``[rmID]name`` inside and plain outside (the RM never sees the prefix).
+
+The RM is never called while :attr:`ClusterContext.lock` is held: what a change means for the RM
+is collected in the partitions' outboxes under the locks and sent once they are released, so an
+RM's callback may call back into the proxy, or wait for another thread that does (see _flush for
+the one limit: a partition's deliveries go one at a time).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
@@ -32,13 +38,17 @@ from pyscheduler.rmproxy import messages as si
 from pyscheduler.rmproxy.callback import PredicatesFunc, ResourceManagerCallback, predicates_of
 from pyscheduler.scheduler.config_apply import apply_partition_config, root_settings
 
-__all__ = ["ClusterContext", "UnknownRMError", "internal_name", "external_name"]
+__all__ = ["ClusterContext", "UnknownRMError", "UpdateListener", "internal_name", "external_name"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PARTITION = "default"
 #: The message of the releases that confirm an RM's own release (YuniKorn's wording).
 _RM_RELEASE = "allocation remove as per RM request"
+
+
+#: Told that something may be schedulable now; called on the updating thread, so it must be quick.
+UpdateListener = Callable[[], None]
 
 
 class UnknownRMError(SchedulerError):
@@ -84,12 +94,43 @@ class ClusterContext:
         self._rms: dict[str, _RM] = {}
         self.configs: dict[str, SchedulerConfig] = {}
         self.lock = threading.RLock()
-        #: Called after every RM update (the scheduling loop wakes up on it).
-        self.on_update: Callable[[], None] = lambda: None
+        # Copy-on-write: notifying (every RM update and partition change) reads the tuple without a
+        # lock; only adding and removing a listener, which are rare, take _listeners_lock.
+        self._update_listeners: tuple[_Registration, ...] = ()
+        self._listeners_lock = threading.Lock()
+        # A removed partition's outbox is sent after context.lock is released, by which time a
+        # re-registration has replaced its RM: what it collected still goes to the RM that owned it.
+        self._removed_partition_rms: weakref.WeakKeyDictionary[Partition, _RM] = weakref.WeakKeyDictionary()
 
     @property
     def uuid(self) -> str:
         return self.event_system.instance_uuid
+
+    # -- update listeners ---------------------------------------------------------------------------
+
+    def add_update_listener(self, listener: UpdateListener) -> Callable[[], None]:
+        """Calls ``listener`` after every RM update and partition change (the scheduling loop wakes
+        up on it), after the listeners added before it. Returns the function that removes it
+        (calling it again does nothing). The same function added twice is called twice.
+
+        Listeners run on the thread of the change, with no lock of the context held, and must be
+        quick (setting an event); one that raises is logged and the others still run."""
+        registration = _Registration(listener)
+        with self._listeners_lock:
+            self._update_listeners = (*self._update_listeners, registration)
+
+        def remove() -> None:
+            with self._listeners_lock:
+                self._update_listeners = tuple(r for r in self._update_listeners if r is not registration)
+
+        return remove
+
+    def _notify_update(self) -> None:
+        for registration in self._update_listeners:
+            try:
+                registration.listener()
+            except Exception:  # a listener's bug must not fail the RM's update nor starve the others
+                log.exception("update listener %r failed", registration.listener)
 
     # -- registration and configuration -----------------------------------------------------------
 
@@ -97,25 +138,38 @@ class ClusterContext:
         """Registers an RM with its configuration; a re-registration removes the RM's old
         partitions first. Raises ConfigError for a bad configuration (nothing is changed)."""
         config, settings = self._parse(request.config, request.extra_config)
-        with self.lock:
-            if request.rm_id in self._rms:
-                for name in [n for n, p in self.partitions.items() if p.rm_id == request.rm_id]:
-                    self._remove_partition(name)
-            self._rms[request.rm_id] = _RM(request.rm_id, callback, request.policy_group, predicates=predicates_of(callback))
-            self.event_system.apply_settings(settings)
-            self.event_system.set_callback(callback)
-            self._apply_config(request.rm_id, request.policy_group, config)
-        self.on_update()
+        removed: list[Partition] = []
+        try:
+            with self.lock:
+                if request.rm_id in self._rms:
+                    for name in [n for n, p in self.partitions.items() if p.rm_id == request.rm_id]:
+                        removed.append(self._remove_partition(name))
+                self._rms[request.rm_id] = _RM(
+                    request.rm_id, callback, request.policy_group, predicates=predicates_of(callback)
+                )
+                self.event_system.apply_settings(settings)
+                self.event_system.set_callback(callback)
+                self._apply_config(request.rm_id, request.policy_group, config, removed)
+        finally:
+            # Even if applying the new configuration failed, the old partitions are gone: the old
+            # callback hears of their failed apps and released allocations (see _rm_of).
+            self._flush_removed(removed)
+        self._notify_update()
 
     def update_configuration(self, request: si.UpdateConfigurationRequest) -> None:
         """Reloads the configuration; raises ConfigError when it is invalid (the old stays)."""
         config, settings = self._parse(request.config, request.extra_config)
-        with self.lock:
-            self._rm(request.rm_id)
-            self.event_system.apply_settings(settings)
-            self._apply_config(request.rm_id, request.policy_group, config)
+        removed: list[Partition] = []
+        try:
+            with self.lock:
+                self._rm(request.rm_id)
+                self.event_system.apply_settings(settings)
+                self._apply_config(request.rm_id, request.policy_group, config, removed)
+        finally:
+            self._flush_removed(removed)
+        # The remaining partitions after the removed ones: the order the RM always heard them in.
         self._flush_all()
-        self.on_update()
+        self._notify_update()
 
     @staticmethod
     def _parse(text: str, extra: Iterable[tuple[str, str]] | dict[str, str]) -> tuple[SchedulerConfig, EventSettings]:
@@ -123,7 +177,9 @@ class ClusterContext:
         settings = EventSettings.from_config(dict(extra))
         return parse_and_validate(text), settings
 
-    def _apply_config(self, rm_id: str, policy_group: str, config: SchedulerConfig) -> None:
+    def _apply_config(self, rm_id: str, policy_group: str, config: SchedulerConfig, removed: list[Partition]) -> None:
+        """Caller holds the lock. Partitions the configuration no longer has are removed and
+        appended to ``removed``: the caller sends their outboxes once the lock is released."""
         rm = self._rms[rm_id]
         if rm.checksum and rm.checksum == config.checksum:
             return
@@ -142,21 +198,30 @@ class ClusterContext:
                     timeouts=self.timeouts,
                     native_node_ordering=self.native_node_ordering,
                 )
-                partition.on_change = lambda: self.on_update()
+                partition.on_change = self._notify_update
                 self.partitions[name] = partition
             apply_partition_config(partition, conf)
         for name in [n for n, p in self.partitions.items() if p.rm_id == rm_id and n not in wanted]:
-            self._remove_partition(name)
+            removed.append(self._remove_partition(name))
         rm.checksum = config.checksum
         rm.policy_group = policy_group
         self.configs[policy_group] = config
 
-    def _remove_partition(self, name: str) -> None:
-        partition = self.partitions.pop(name)
+    def _remove_partition(self, name: str) -> Partition:
+        """Takes a partition out of the context, failing its applications and removing its nodes
+        (which releases their allocations). Caller holds the lock, so nothing is sent here: the
+        caller flushes the returned partition after releasing it."""
+        partition = self.partitions[name]
+        # Before the pop: a concurrent flush that no longer finds the partition finds its RM here.
+        self._removed_partition_rms[partition] = self._rms[partition.rm_id]
+        del self.partitions[name]
+        # Its changes wake no one any more (nothing is left to schedule in it), and listeners must
+        # not run under the context's lock; the caller notifies once the lock is released.
+        partition.on_change = _ignore_change
         partition.fail_all("PartitionRemoved")
         for node_id in list(partition.nodes):
             partition.remove_node(node_id)
-        self._flush(partition)
+        return partition
 
     def _rm(self, rm_id: str) -> _RM:
         rm = self._rms.get(rm_id)
@@ -181,7 +246,7 @@ class ClusterContext:
                             si.RejectedApplication(remove.application_id, reason)))
         self._send_app_response(rm, response)
         self._flush_all()
-        self.on_update()
+        self._notify_update()
 
     def _add_application(self, rm: _RM, add: si.AddApplicationRequest, response: _AppResponse) -> None:
         _check(add.validate())
@@ -230,7 +295,7 @@ class ClusterContext:
         if accepted or rejected:
             self._callback(rm, "update_node", si.NodeResponse(rejected=tuple(rejected), accepted=tuple(accepted)))
         self._flush_all()
-        self.on_update()
+        self._notify_update()
 
     def _node_action(self, rm: _RM, info: si.NodeInfo) -> bool:
         """Applies one node action; True when the RM expects an "accepted" answer (CREATE)."""
@@ -292,7 +357,7 @@ class ClusterContext:
         if rejected:
             self._callback(rm, "update_allocation", si.AllocationResponse(rejected_allocations=tuple(rejected)))
         self._flush_all()
-        self.on_update()
+        self._notify_update()
 
     def _update_allocation(self, rm: _RM, msg: si.Allocation) -> None:
         _check(msg.validate())
@@ -390,6 +455,13 @@ class ClusterContext:
             log.exception("internal error while applying an RM message")
             reject(f"internal error: {err}")
 
+    def _flush_removed(self, removed: list[Partition]) -> None:
+        """Sends what partition removal collected, in removal order. Never under the context's
+        lock: an RM whose callback calls back into the proxy, even from another thread it waits
+        for, would block on that lock for ever."""
+        for partition in removed:
+            self._flush(partition)
+
     def _flush_all(self) -> None:
         for partition in list(self.partitions.values()):
             self._flush(partition)
@@ -400,13 +472,14 @@ class ClusterContext:
         Taking and sending happen under the outbox's (re-entrant) ``sending`` lock: deliveries
         keep the order of the changes even when threads flush at once, and a caller whose
         outcomes another thread took returns only once they were sent. An RM callback may call
-        back into the core from the same thread; it must not wait for another thread's call.
+        back into the core from the same thread; it must not wait for another thread's call that
+        flushes this same partition.
         """
         outbox = partition.outbox
         with outbox.sending:
             with partition.lock:
                 updates, allocated, released = outbox.take()
-            rm = self._rms.get(partition.rm_id)
+            rm = self._rm_of(partition)
             if rm is None:
                 return
             if updates:
@@ -425,6 +498,15 @@ class ClusterContext:
                     si.AllocationResponse(released=tuple(_si_release(partition, r) for r in released)),
                 )
 
+    def _rm_of(self, partition: Partition) -> _RM | None:
+        """The RM a partition reports to: its RM's registration, or for a removed partition the
+        registration that owned it (a re-registration replaced it before the flush)."""
+        if self.partitions.get(partition.name) is not partition:
+            owner = self._removed_partition_rms.get(partition)
+            if owner is not None:
+                return owner
+        return self._rms.get(partition.rm_id)
+
     def _send_app_response(self, rm: _RM, response: _AppResponse) -> None:
         if response.accepted or response.rejected:
             self._callback(
@@ -442,6 +524,18 @@ class ClusterContext:
 
     def stop(self) -> None:
         self.event_system.stop()
+
+
+@dataclass(frozen=True, eq=False)
+class _Registration:
+    """One add_update_listener call: compared by identity, so removing it never removes another
+    registration of the same function."""
+
+    listener: UpdateListener
+
+
+def _ignore_change() -> None:
+    """The on_change of a removed partition."""
 
 
 @dataclass

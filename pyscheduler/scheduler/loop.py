@@ -1,7 +1,8 @@
 """The scheduling loop: runs the cycle on its own thread.
 
-It runs again at once after a cycle that placed something or after an RM update, otherwise
-every 100 ms (YuniKorn's ``internalSchedule``), and fires the partitions' timers every second.
+It runs again at once after a cycle that placed something or after an RM update (while it runs,
+it is one of the context's update listeners), otherwise every 100 ms (YuniKorn's
+``internalSchedule``), and fires the partitions' timers every second.
 Tests drive it by hand instead: :meth:`Scheduler.schedule_once` runs one cycle and
 :meth:`Scheduler.run_until_idle` runs cycles until one places nothing.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from pyscheduler.scheduler.context import ClusterContext
 from pyscheduler.scheduler.cycle import DEFAULT_RESERVATION_DELAY, Decision, SchedulingCycle
@@ -44,7 +46,8 @@ class Scheduler:
         self.allocations = 0
         self.errors = 0
         self.last_error = ""
-        context.on_update = self._wake.set
+        #: Removes this loop's wake-up from the context's update listeners (set while it runs).
+        self._remove_wake_listener: Callable[[], None] | None = None
 
     # -- manual mode -----------------------------------------------------------------------------
 
@@ -84,6 +87,8 @@ class Scheduler:
         if self._thread is not None:
             return
         self._stop.clear()
+        # A listener among others: another Scheduler, the web layer or a test may listen too.
+        self._remove_wake_listener = self.context.add_update_listener(self._wake.set)
         # Work submitted before the start must not wait for the first idle tick.
         self._wake.set()
         self._thread = threading.Thread(target=self._run, name="pyscheduler-scheduling", daemon=True)
@@ -94,6 +99,10 @@ class Scheduler:
         thread, self._thread = self._thread, None
         if thread is None:
             return
+        remove_wake_listener, self._remove_wake_listener = self._remove_wake_listener, None
+        if remove_wake_listener is not None:
+            # A stopped loop must not stay reachable from (and be called by) the context.
+            remove_wake_listener()
         self._stop.set()
         self._wake.set()
         thread.join(timeout)
