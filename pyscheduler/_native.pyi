@@ -130,6 +130,15 @@ class NodeIndex:
         self, ask: Mapping[str, int], after: tuple[float, str] | None = None, skip_reserved: bool = True
     ) -> tuple[float, str] | None:
         """The first fitting node from the best (or after the cursor): (score, node_id)."""
+    def closest_fits(
+        self,
+        ask: Mapping[str, int],
+        limit: int,
+        after: tuple[float, str] | None = None,
+        skip_reserved: bool = True,
+    ) -> list[tuple[float, str]]:
+        """Up to ``limit`` nodes ``ask`` could reserve (schedulable, capacity holds it, not reserved
+        when ``skip_reserved``), closest to fitting first: (fit_in_score, node_id), after the cursor."""
     def ordered(self) -> list[str]: ...
     def score(self, node_id: str) -> float | None: ...
     def __len__(self) -> int: ...

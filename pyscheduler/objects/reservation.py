@@ -49,7 +49,8 @@ class Reservations:
 
     def can_reserve(self, node: Node, required: bool) -> bool:
         """A node takes a normal reservation only when it has none; required-node
-        reservations only share a node with each other."""
+        reservations only share a node with each other. For normal reservations the node
+        order applies the same rule (its reserved flag: ``closest_fits(skip_reserved=True)``)."""
         held = self._by_node.get(node.node_id)
         if not held:
             return True

@@ -11,17 +11,24 @@ Policies (YuniKorn's ``nodesorting.go``): for every resource type with a non-zer
 (default vcore 1, memory 1) and a non-zero node total, ``share = 1 - available / total``, and
 ``usage`` is the weighted mean of the shares. ``fair`` tries the least used node first,
 ``binpacking`` the most used. Equal scores are ordered by node id.
+
+Reservations: an ask that fits no node reserves the one closest to fitting it, by YuniKorn's
+FitInScore (:func:`fit_in_score`); ``closest_fits`` lists those candidates, best first, so
+the cycle only checks a few of them with the RM instead of scoring every node in Python.
 """
 
 from __future__ import annotations
 
 import bisect
-from collections.abc import Mapping
+import heapq
+from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from pyscheduler._native import NodeIndex
 
-__all__ = ["Cursor", "NativeNodeOrdering", "NodeOrdering", "PythonNodeOrdering", "make_node_ordering"]
+__all__ = [
+    "Cursor", "NativeNodeOrdering", "NodeOrdering", "PythonNodeOrdering", "fit_in_score", "make_node_ordering",
+]
 
 Cursor = tuple[float, str]
 DEFAULT_WEIGHTS: Mapping[str, float] = {"vcore": 1.0, "memory": 1.0}
@@ -46,6 +53,12 @@ class NodeOrdering(Protocol):
         """The first node (after ``after``) that is schedulable, not reserved when
         ``skip_reserved``, and whose capacity and available resources fit ``ask``."""
 
+    def closest_fits(self, ask: Mapping[str, int], limit: int, after: Cursor | None = None,
+                     skip_reserved: bool = True) -> list[Cursor]:
+        """Up to ``limit`` nodes ``ask`` could reserve, as (fit-in score, node id) in that order,
+        after ``after`` (a cursor from this method): schedulable, not reserved when
+        ``skip_reserved``, and whose capacity holds ``ask``."""
+
     def ordered(self) -> list[str]: ...
 
 
@@ -57,6 +70,7 @@ class NativeNodeOrdering:
         # Bound once: these run for every allocation.
         self.upsert = self._index.upsert
         self.first_fit = self._index.first_fit
+        self.closest_fits = self._index.closest_fits
         self.remove = self._index.remove
         self.set_reserved = self._index.set_reserved
 
@@ -83,6 +97,10 @@ class _PyNode:
         self.schedulable = schedulable
         self.reserved = False
         self.score = score
+
+    def is_candidate(self, skip_reserved: bool) -> bool:
+        """Whether new work may be placed on, or reserve, this node at all."""
+        return self.schedulable and not (skip_reserved and self.reserved)
 
 
 class PythonNodeOrdering:
@@ -162,15 +180,25 @@ class PythonNodeOrdering:
 
     def first_fit(self, ask: Mapping[str, int], after: Cursor | None = None, skip_reserved: bool = True) -> Cursor | None:
         start = 0 if after is None else bisect.bisect_right(self._order, after)
-        wanted = [(name, value) for name, value in ask.items() if value > 0]
+        wanted = _wanted(ask)
         for i in range(start, len(self._order)):
             score, node_id = self._order[i]
             node = self._nodes[node_id]
-            if not node.schedulable or (skip_reserved and node.reserved):
-                continue
-            if all(v <= node.total.get(n, 0) and v <= node.available.get(n, 0) for n, v in wanted):
+            if node.is_candidate(skip_reserved) and _fits_in(wanted, node.total) and _fits_in(wanted, node.available):
                 return score, node_id
         return None
+
+    def closest_fits(self, ask: Mapping[str, int], limit: int, after: Cursor | None = None,
+                     skip_reserved: bool = True) -> list[Cursor]:
+        wanted = _wanted(ask)
+        candidates = (
+            (fit_in_score(wanted, node.available), node_id)
+            for node_id, node in self._nodes.items()
+            if node.is_candidate(skip_reserved) and _fits_in(wanted, node.total)
+        )
+        if after is not None:
+            candidates = (candidate for candidate in candidates if candidate > after)
+        return heapq.nsmallest(limit, candidates)
 
     def ordered(self) -> list[str]:
         return [node_id for _, node_id in sorted((n.score, i) for i, n in self._nodes.items())]
@@ -182,6 +210,29 @@ class PythonNodeOrdering:
 
 def _saturated(available: Mapping[str, int]) -> bool:
     return all(v <= 0 for v in available.values())
+
+
+def _wanted(ask: Mapping[str, int]) -> list[tuple[str, int]]:
+    """The quantities a node must hold (zero and negative ones ask for nothing)."""
+    return [(name, value) for name, value in ask.items() if value > 0]
+
+
+def _fits_in(wanted: Iterable[tuple[str, int]], resources: Mapping[str, int]) -> bool:
+    return all(value <= resources.get(name, 0) for name, value in wanted)
+
+
+def fit_in_score(wanted: Iterable[tuple[str, int]], available: Mapping[str, int]) -> float:
+    """YuniKorn's FitInScore, how far ``available`` is from fitting an ask's ``wanted``
+    (name, quantity) pairs: per positive quantity, the missing fraction (0 = fits). Summed in
+    the ask's order: the native index sums the same way, so equal scores stay equal."""
+    score = 0.0
+    for name, value in wanted:
+        if value <= 0:
+            continue
+        missing = value - max(available.get(name, 0), 0)
+        if missing > 0:
+            score += missing / value
+    return score
 
 
 def make_node_ordering(policy: str = "fair", weights: Mapping[str, float] | None = None, *, native: bool = True) -> NodeOrdering:

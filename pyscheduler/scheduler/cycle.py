@@ -21,7 +21,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyscheduler.common.resources import Resource
 from pyscheduler.events.types import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import Application
@@ -29,6 +28,7 @@ from pyscheduler.objects.application_state import AppState
 from pyscheduler.objects.node import Node
 from pyscheduler.objects.partition import Partition
 from pyscheduler.objects.queue import ObjectState, Queue
+from pyscheduler.policies.node_ordering import Cursor
 from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
 from pyscheduler.rmproxy.callback import check_predicates
 from pyscheduler.rmproxy.messages import PredicatesArgs
@@ -40,6 +40,8 @@ __all__ = ["Decision", "SchedulingCycle", "QUEUE_QUOTA", "USER_QUOTA", "DEFAULT_
 
 #: Seconds an ask must wait before it may reserve a node (YuniKorn's reservationDelay).
 DEFAULT_RESERVATION_DELAY = 2.0
+#: Reservation candidates checked with the RM per pass over the nodes (most asks take the first).
+RESERVATION_CANDIDATE_BATCH = 16
 QUEUE_QUOTA = "Not enough queue quota"
 USER_QUOTA = "Not enough user quota"
 
@@ -223,22 +225,34 @@ class SchedulingCycle:
             # Every node holds a reservation already, so none can take a normal one: an
             # overloaded cluster would otherwise pay this scan on every cycle for every ask.
             return
-        candidates: list[tuple[float, str]] = []
-        for node in partition.nodes.values():
-            if not node.schedulable or not node.fits_capacity(ask.resource):
-                continue
-            if not partition.reservations.can_reserve(node, required=False):
-                continue
-            candidates.append((_fit_in_score(ask.resource, node.available), node.node_id))
+        node_id = self._closest_accepted(partition, ask)
+        if node_id is not None:
+            node = partition.nodes[node_id]
+            partition.reservations.reserve(ask, node, required=False, now=self.context.clock.monotonic())
+
+    def _closest_accepted(self, partition: Partition, ask: Allocation) -> str | None:
+        """The first node, closest to fitting first, that the RM accepts for a reservation.
+        The node order scores every node (natively) and hands over a few candidates at a time;
+        a node holding a reservation is no candidate (``can_reserve(node, required=False)``)."""
         predicates = self.context.predicates_for(partition)
-        for _, node_id in sorted(candidates):
-            if predicates is not None:
+        demand = ask.resource.view()
+        batch_size = RESERVATION_CANDIDATE_BATCH
+        after: Cursor | None = None
+        while True:
+            candidates = partition.node_ordering.closest_fits(demand, batch_size, after, skip_reserved=True)
+            for _, node_id in candidates:
+                if predicates is None:
+                    return node_id
                 reason = check_predicates(predicates, PredicatesArgs(ask.allocation_key, node_id, False))
-                if reason:
-                    ask.log_failure(reason)
-                    continue
-            partition.reservations.reserve(ask, partition.nodes[node_id], required=False, now=self.context.clock.monotonic())
-            return
+                if not reason:
+                    return node_id
+                ask.log_failure(reason)
+            if len(candidates) < batch_size:
+                return None
+            after = candidates[-1]
+            # Every candidate was refused: ask for more, twice as many each time, so an RM that
+            # refuses most nodes costs a few passes over the nodes rather than one per batch.
+            batch_size *= 2
 
     # -- reservations ---------------------------------------------------------------------------------
 
@@ -279,15 +293,3 @@ class SchedulingCycle:
                 from_reservation: bool = False) -> Decision:
         partition.commit_allocation(app, ask, node)
         return Decision(partition, app, ask, node, from_reservation)
-
-
-def _fit_in_score(ask: Resource, available: Resource) -> float:
-    """How far an ask is from fitting: per requested type, the missing fraction (0 = fits)."""
-    score = 0.0
-    for name, wanted in ask.items():
-        if wanted <= 0:
-            continue
-        missing = wanted - max(available.get(name, 0), 0)
-        if missing > 0:
-            score += missing / wanted
-    return score

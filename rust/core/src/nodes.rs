@@ -9,10 +9,14 @@
 //! (least used first), `binpacking` by `1 - usage` (most used first). Equal scores are ordered
 //! by node id, so runs repeat exactly.
 //!
+//! Reservations: an ask that fits no node reserves the node closest to fitting it, by YuniKorn's
+//! FitInScore (`closest_fits`), over every node (saturated ones included: they are the usual
+//! candidates), without walking the order.
+//!
 //! Python keeps the node objects; the index keeps only what ordering and the fit filters need.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, BinaryHeap, HashMap};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -77,9 +81,60 @@ pub struct NodeIndex {
     saturated: BTreeSet<(Score, Arc<str>)>,
 }
 
-/// What a caller needs to check an ask against nodes, as a dense vector.
+/// What a caller needs to check an ask against nodes: its positive quantities by type index,
+/// in the ask's own order (the fit-in score sums in that order, as Python does).
 #[derive(Clone, Debug, Default)]
 pub struct Demand(Vec<(usize, i64)>);
+
+impl Demand {
+    /// Every requested quantity is at most the same type of `resources` (missing there: 0).
+    fn fits_in(&self, resources: &[i64]) -> bool {
+        self.0.iter().all(|&(t, v)| v <= resources.get(t).copied().unwrap_or(0))
+    }
+
+    /// YuniKorn's FitInScore: per requested type, the fraction still missing from `available`
+    /// (0 when the demand fits). Summed in the demand's order so it equals Python's float sum.
+    fn fit_in_score(&self, available: &[i64]) -> Score {
+        let mut score = 0.0;
+        for &(t, wanted) in &self.0 {
+            let missing = wanted - available.get(t).copied().unwrap_or(0).max(0);
+            if missing > 0 {
+                score += rounded_ratio(missing.unsigned_abs(), wanted.unsigned_abs());
+            }
+        }
+        Score(score)
+    }
+}
+
+/// `numerator / denominator` (0 < numerator <= denominator) rounded once to the nearest f64,
+/// ties to even, like Python's int division: converting each side to f64 first would round
+/// twice for quantities above 2^53 (memory in bytes on very large nodes).
+fn rounded_ratio(numerator: u64, denominator: u64) -> f64 {
+    const EXACT_LIMIT: u64 = 1 << f64::MANTISSA_DIGITS;
+    debug_assert!(0 < numerator && numerator <= denominator);
+    if numerator <= EXACT_LIMIT && denominator <= EXACT_LIMIT {
+        return numerator as f64 / denominator as f64;
+    }
+    // Scale so the integer quotient has 54 or 55 bits: 53 for the mantissa, the rest (with
+    // the remainder) for rounding. numerator <= denominator keeps the shift >= 54 and the
+    // shifted numerator below 2^119.
+    let shift = f64::MANTISSA_DIGITS + 1 + bit_length(denominator) - bit_length(numerator);
+    let scaled = u128::from(numerator) << shift;
+    let (quotient, remainder) = (scaled / u128::from(denominator), scaled % u128::from(denominator));
+    let dropped = 128 - quotient.leading_zeros() - f64::MANTISSA_DIGITS;
+    let mut mantissa = quotient >> dropped;
+    let rest = quotient & ((1 << dropped) - 1);
+    let half = 1 << (dropped - 1);
+    if rest > half || (rest == half && (remainder != 0 || (mantissa & 1) == 1)) {
+        mantissa += 1;
+    }
+    // Both factors are exact (mantissa <= 2^53, a power of two in the normal range).
+    mantissa as f64 * 2f64.powi(dropped as i32 - shift as i32)
+}
+
+fn bit_length(value: u64) -> u32 {
+    u64::BITS - value.leading_zeros()
+}
 
 impl NodeIndex {
     pub fn new(policy: SortPolicy, weights: &[(&str, f64)]) -> NodeIndex {
@@ -256,17 +311,55 @@ impl NodeIndex {
         };
         for (score, id) in self.order.range((start, Bound::Unbounded)) {
             let state = &self.nodes[id];
-            if !state.schedulable || (skip_reserved && state.reserved) {
-                continue;
-            }
-            let fits = demand.0.iter().all(|&(t, v)| {
-                v <= state.total.get(t).copied().unwrap_or(0) && v <= state.available.get(t).copied().unwrap_or(0)
-            });
-            if fits {
+            if state.is_candidate(skip_reserved) && demand.fits_in(&state.total) && demand.fits_in(&state.available) {
                 return Some((*score, Arc::clone(id)));
             }
         }
         None
+    }
+
+    /// Where an ask that fits nowhere may reserve: up to `limit` nodes after `after` (from the
+    /// closest when None), in (fit-in score, node id) order, that are schedulable, not reserved
+    /// (when `skip_reserved`) and whose capacity holds the demand. Each call visits every node
+    /// once, keeping the best `limit` in a heap: O(n log limit). The cursors are in the
+    /// fit-in order, not the node order: resume `closest_fits` with them, never `first_fit`.
+    pub fn closest_fits(
+        &self,
+        demand: &Demand,
+        limit: usize,
+        after: Option<&Cursor>,
+        skip_reserved: bool,
+    ) -> Vec<Cursor> {
+        if limit == 0 {
+            return Vec::new();
+        }
+        let after = after.map(|(score, id)| (*score, id));
+        // A max-heap: its top is the worst of the best so far, the one a closer node replaces.
+        let mut closest: BinaryHeap<(Score, &Arc<str>)> = BinaryHeap::with_capacity(limit + 1);
+        for (id, state) in &self.nodes {
+            if !state.is_candidate(skip_reserved) || !demand.fits_in(&state.total) {
+                continue;
+            }
+            let candidate = (demand.fit_in_score(&state.available), id);
+            if after.is_some_and(|resume| candidate <= resume) {
+                continue;
+            }
+            if closest.len() < limit {
+                closest.push(candidate);
+            } else if let Some(mut worst) = closest.peek_mut() {
+                if candidate < *worst {
+                    *worst = candidate;
+                }
+            }
+        }
+        closest.into_sorted_vec().into_iter().map(|(score, id)| (score, Arc::clone(id))).collect()
+    }
+}
+
+impl NodeState {
+    /// Whether new work may be placed on, or reserve, this node at all.
+    fn is_candidate(&self, skip_reserved: bool) -> bool {
+        self.schedulable && !(skip_reserved && self.reserved)
     }
 }
 
@@ -364,6 +457,80 @@ mod tests {
         assert_eq!(order(&idx), ["full"]);
         assert!(idx.remove("full"));
         assert!(idx.is_empty() && order(&idx).is_empty());
+    }
+
+    fn closest(idx: &NodeIndex, demand: &Demand, limit: usize, after: Option<&Cursor>) -> Vec<(f64, String)> {
+        idx.closest_fits(demand, limit, after, true).into_iter().map(|(score, id)| (score.0, id.to_string())).collect()
+    }
+
+    #[test]
+    fn closest_fits_orders_by_fit_in_score_then_id() {
+        let mut idx = NodeIndex::new(SortPolicy::Fair, &[]);
+        node(&mut idx, "quarter", (100, 10), (75, 10)); // memory 25/100 missing
+        node(&mut idx, "full", (100, 10), (0, 0)); // saturated: still a candidate
+        node(&mut idx, "b-half", (100, 10), (50, 10));
+        node(&mut idx, "a-half", (100, 10), (100, 5)); // vcore 5/10 missing: ties b-half
+        node(&mut idx, "over", (100, 10), (-20, 10)); // over-committed: counts as nothing free
+        let ask = idx.demand(&[("memory", 100), ("vcore", 10)]);
+        let got = closest(&idx, &ask, 10, None);
+        let expected = [(0.25, "quarter"), (0.5, "a-half"), (0.5, "b-half"), (1.0, "over"), (2.0, "full")];
+        assert_eq!(got, expected.map(|(score, id)| (score, id.to_string())));
+    }
+
+    #[test]
+    fn closest_fits_needs_capacity_and_skips_unschedulable_and_reserved() {
+        let mut idx = NodeIndex::new(SortPolicy::BinPacking, &[]);
+        node(&mut idx, "small", (50, 10), (50, 10)); // capacity too small for memory 100
+        node(&mut idx, "ok", (200, 10), (10, 1));
+        node(&mut idx, "reserved", (200, 10), (150, 10));
+        idx.upsert("cordoned", &[("memory", 200), ("vcore", 10)], &[("memory", 200), ("vcore", 10)], false);
+        idx.set_reserved("reserved", true);
+        let ask = idx.demand(&[("memory", 160), ("vcore", 2)]);
+        let ids = |got: Vec<(f64, String)>| got.into_iter().map(|(_, id)| id).collect::<Vec<_>>();
+        assert_eq!(ids(closest(&idx, &ask, 10, None)), ["ok"]);
+        let with_reserved = idx.closest_fits(&ask, 10, None, false);
+        assert_eq!(with_reserved.iter().map(|(_, id)| &**id).collect::<Vec<_>>(), ["reserved", "ok"]);
+        idx.set_reserved("reserved", false);
+        assert_eq!(ids(closest(&idx, &ask, 10, None)), ["reserved", "ok"], "unreserved: a candidate again");
+        let gpu = idx.demand(&[("nvidia.com/gpu", 1)]);
+        assert!(closest(&idx, &gpu, 10, None).is_empty(), "no node has the type");
+        let nothing = idx.demand(&[]);
+        assert_eq!(closest(&idx, &nothing, 10, None).len(), 3, "an empty ask fits every capacity, score 0");
+    }
+
+    #[test]
+    fn closest_fits_limits_and_resumes_after_a_cursor() {
+        let mut idx = NodeIndex::new(SortPolicy::Fair, &[]);
+        for i in 0..50i64 {
+            // Every fifth node shares a score with four others: ties across batch boundaries.
+            node(&mut idx, &format!("n{i:02}"), (100, 10), (10 * (i % 5), 10));
+        }
+        let ask = idx.demand(&[("memory", 100)]);
+        let all = closest(&idx, &ask, 100, None);
+        assert_eq!(all.len(), 50);
+        assert!(all.windows(2).all(|w| w[0].0 < w[1].0 || (w[0].0 == w[1].0 && w[0].1 < w[1].1)));
+        assert_eq!(all[0], (0.6, "n04".to_string()));
+        assert!(closest(&idx, &ask, 0, None).is_empty());
+        let mut resumed = Vec::new();
+        let mut after: Option<Cursor> = None;
+        loop {
+            let batch = idx.closest_fits(&ask, 7, after.as_ref(), true);
+            let Some(last) = batch.last().cloned() else { break };
+            resumed.extend(batch.into_iter().map(|(score, id)| (score.0, id.to_string())));
+            after = Some(last);
+        }
+        assert_eq!(resumed, all, "batches of 7 resumed from cursors give the whole order once");
+    }
+
+    #[test]
+    fn fit_in_score_divides_like_python_above_two_to_the_53() {
+        // Python's int / int rounds the exact quotient once; f64 conversion first would not.
+        assert_eq!(rounded_ratio(9_007_199_254_740_993, 18_014_398_509_481_987), 0.5);
+        assert_eq!(rounded_ratio(12_345_678_901_234_567, 98_765_432_109_876_543), 0.12499999886093749);
+        assert_eq!(rounded_ratio(1, i64::MAX as u64), 1.0842021724855044e-19);
+        assert_eq!(rounded_ratio(i64::MAX as u64 - 1, i64::MAX as u64), 1.0);
+        assert_eq!(rounded_ratio(3 * (1 << 60) + 1, (1 << 62) + 5), 0.75);
+        assert_eq!(rounded_ratio(3, 7), 3.0 / 7.0);
     }
 
     #[test]

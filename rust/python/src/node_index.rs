@@ -40,7 +40,7 @@ impl NodeIndex {
         Ok(self.lock()?.remove(node_id))
     }
 
-    /// Reserved nodes are skipped by `first_fit(..., skip_reserved=True)`.
+    /// Reserved nodes are skipped by `first_fit` and `closest_fits` with `skip_reserved=True`.
     fn set_reserved(&self, node_id: &str, reserved: bool) -> PyResult<bool> {
         Ok(self.lock()?.set_reserved(node_id, reserved))
     }
@@ -74,6 +74,30 @@ impl NodeIndex {
         let demand = index.demand(&ask);
         let after: Option<Cursor> = after.map(|(score, id)| (Score(score), Arc::from(&*id)));
         Ok(index.first_fit(&demand, after.as_ref(), skip_reserved).map(|(score, id)| (score.0, id.to_string())))
+    }
+
+    /// Up to `limit` nodes an ask could reserve, closest to fitting it first: `(fit_in_score,
+    /// node_id)` in that order, after the cursor `after` (from this method) when resuming. Only
+    /// schedulable nodes whose capacity holds `ask`, not reserved when `skip_reserved`. The
+    /// scan over every node runs without the GIL.
+    #[pyo3(signature = (ask, limit, after = None, skip_reserved = true))]
+    fn closest_fits(
+        &self,
+        py: Python<'_>,
+        ask: &Bound<'_, PyAny>,
+        limit: usize,
+        after: Option<(f64, PyBackedStr)>,
+        skip_reserved: bool,
+    ) -> PyResult<Vec<(f64, String)>> {
+        let ask = quantities(ask)?;
+        let ask: Vec<(&str, i64)> = ask.iter().map(|(n, v)| (&**n, *v)).collect();
+        let after: Option<Cursor> = after.map(|(score, id)| (Score(score), Arc::from(&*id)));
+        let closest = py.detach(|| -> PyResult<Vec<Cursor>> {
+            let mut index = self.lock()?;
+            let demand = index.demand(&ask);
+            Ok(index.closest_fits(&demand, limit, after.as_ref(), skip_reserved))
+        })?;
+        Ok(closest.into_iter().map(|(score, id)| (score.0, id.to_string())).collect())
     }
 
     /// Node ids, best first.
