@@ -956,6 +956,77 @@ mod tests {
         assert_eq!(ticket.outcome(), None);
     }
 
+    /// Streams attached, read and ended every which way on several threads while events flow:
+    /// every stream sees a gapless run of events, every ticket gets an outcome, and nothing is
+    /// left attached or subscribed at the end.
+    #[test]
+    fn hammer_attach_read_and_end_concurrently() {
+        let p = Arc::new(EventPipeline::new(200_000, 1_000_000));
+        let stop = Arc::new(AtomicBool::new(false));
+        let producer = {
+            let (p, stop) = (Arc::clone(&p), Arc::clone(&stop));
+            thread::spawn(move || {
+                let mut next = 1i64;
+                let deadline = Instant::now() + Duration::from_secs(60);
+                while !stop.load(Ordering::SeqCst) && next < 2_000_000 && Instant::now() < deadline {
+                    add(&p, next..next + 500);
+                    next += 500;
+                    thread::sleep(Duration::from_millis(2));
+                }
+            })
+        };
+        let workers: Vec<_> = (0..6u64)
+            .map(|w| {
+                let p = Arc::clone(&p);
+                thread::spawn(move || {
+                    let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ (w + 1);
+                    let mut roll = move |n: u64| {
+                        seed ^= seed << 13;
+                        seed ^= seed >> 7;
+                        seed ^= seed << 17;
+                        seed % n
+                    };
+                    for _ in 0..12 {
+                        let (server, client) = connection();
+                        let sub = p.subscribe_recent(0, 1_000_000).unwrap();
+                        let ticket = p.attach_stream(&sub, server.as_fd(), Duration::from_secs(5)).unwrap();
+                        drop(server); // the hub holds its own duplicate
+                        let mut reader = Reader::new(client);
+                        let want = 100 + roll(3_000) as usize;
+                        assert!(reader.read_until(want, Duration::from_secs(20)) >= want, "the stream stalled");
+                        assert!(reader.stamps.windows(2).all(|w| w[1] == w[0] + 1), "a gap or a duplicate");
+                        match roll(3) {
+                            0 => {
+                                drop(reader); // the client hangs up
+                                let end = ticket.wait(PEER_CHECK * 4);
+                                assert!(
+                                    matches!(end, Some(StreamOutcome::PeerClosed | StreamOutcome::WriteFailed)),
+                                    "{end:?}"
+                                );
+                            }
+                            1 => {
+                                ticket.release();
+                                assert_eq!(outcome(&ticket, Duration::from_secs(10)), StreamOutcome::Released);
+                            }
+                            _ => drop(ticket), // the owner goes away without waiting
+                        }
+                        drop(sub);
+                    }
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().unwrap();
+        }
+        stop.store(true, Ordering::SeqCst);
+        producer.join().unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while (p.attached_streams() > 0 || p.stats().subscribers > 0) && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!((p.attached_streams(), p.stats().subscribers), (0, 0));
+    }
+
     #[test]
     fn attach_refuses_a_closed_subscription_and_dropping_the_ticket_releases() {
         let p = EventPipeline::new(1_000, 1_000);
