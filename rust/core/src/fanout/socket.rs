@@ -1,0 +1,68 @@
+//! The system calls of the fan-out: non-blocking `sendmsg`, the hang-up `poll`, `shutdown`.
+
+use super::conn::Conn;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+
+/// `sendmsg` of `parts` without blocking; the bytes written (0 when the socket is full).
+pub(super) fn send(fd: RawFd, parts: &[&[u8]]) -> Result<usize, ()> {
+    let mut iov: Vec<libc::iovec> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(|p| libc::iovec { iov_base: p.as_ptr() as *mut libc::c_void, iov_len: p.len() })
+        .collect();
+    let mut total = 0usize;
+    let mut first = 0usize;
+    // IOV_MAX is 1024 on Linux; chunks hold far fewer parts, but stay safe.
+    while first < iov.len() {
+        let last = (first + 1024).min(iov.len());
+        let batch = &mut iov[first..last];
+        // SAFETY: zeroed msghdr with only the iovec array set; the slices outlive the call.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = batch.as_mut_ptr();
+        msg.msg_iovlen = batch.len() as _;
+        let want: usize = batch.iter().map(|v| v.iov_len).sum();
+        let n = loop {
+            // SAFETY: fd is an open socket (the hub's own duplicate); msg points at live memory.
+            let n = unsafe { libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL) };
+            if n >= 0 {
+                break n as usize;
+            }
+            match std::io::Error::last_os_error().raw_os_error() {
+                Some(libc::EINTR) => continue,
+                Some(libc::EAGAIN) => break 0,
+                #[allow(unreachable_patterns)]
+                Some(libc::EWOULDBLOCK) => break 0,
+                _ => return Err(()),
+            }
+        };
+        total += n;
+        if n < want {
+            break;
+        }
+        first += batch.len();
+    }
+    Ok(total)
+}
+
+/// The idle streams whose client hung up (readable EOF, hang-up or error on the socket).
+pub(super) fn hung_up(conns: &[Conn]) -> Vec<bool> {
+    #[cfg(target_os = "linux")]
+    const HANGUP: libc::c_short = libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
+    #[cfg(not(target_os = "linux"))]
+    const HANGUP: libc::c_short = libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
+    let mut fds: Vec<libc::pollfd> =
+        conns.iter().map(|c| libc::pollfd { fd: c.fd.as_raw_fd(), events: HANGUP, revents: 0 }).collect();
+    // SAFETY: fds is a valid array of pollfd for the duration of the call.
+    let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
+    if ready <= 0 {
+        return vec![false; conns.len()];
+    }
+    fds.iter().map(|p| p.revents & HANGUP != 0).collect()
+}
+
+pub(super) fn shutdown(fd: &OwnedFd) {
+    // SAFETY: shutting down an open socket descriptor the hub owns.
+    unsafe {
+        libc::shutdown(fd.as_raw_fd(), libc::SHUT_RDWR);
+    }
+}
