@@ -65,6 +65,9 @@ def _run_scheduling(args: argparse.Namespace, progress: Progress) -> FamilyRepor
         nodes=args.nodes or (scheduling.QUICK_NODES if quick else scheduling.DEFAULT_NODES),
         asks=args.asks or (scheduling.QUICK_ASKS if quick else scheduling.DEFAULT_ASKS),
         repeats=args.repeats or (scheduling.QUICK_REPEATS if quick else scheduling.DEFAULT_REPEATS),
+        shapes=args.shapes or scheduling.SHAPES,
+        many_nodes=scheduling.QUICK_MANY_NODES if quick else scheduling.MANY_NODES,
+        many_asks=scheduling.QUICK_MANY_ASKS if quick else scheduling.MANY_ASKS,
         progress=progress,
     )
 
@@ -99,6 +102,14 @@ def parse_count(text: str) -> int:
 
 def _sizes(text: str) -> list[int]:
     return [parse_count(part) for part in text.split(",") if part.strip()]
+
+
+def _shapes(text: str) -> list[str]:
+    shapes = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [shape for shape in shapes if shape not in scheduling.SHAPES]
+    if unknown or not shapes:
+        raise argparse.ArgumentTypeError(f"unknown shape(s) {unknown or text!r}: choose from {', '.join(scheduling.SHAPES)}")
+    return shapes
 
 
 def _positive(text: str) -> int:
@@ -148,6 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
     sched.add_argument("--asks", type=parse_count, help="asks per case (default 10k; --quick: 1k)")
     sched.add_argument(
         "--repeats", type=_positive, help="fresh-subprocess runs per case, median reported (default 3; --quick: 1)"
+    )
+    sched.add_argument(
+        "--shapes",
+        type=_shapes,
+        help=f"workload shapes, e.g. {scheduling.MANY_QUEUES_SHAPE} (default {','.join(scheduling.SHAPES)}: YuniKorn's "
+        "BenchmarkScheduling, then 10x10 queues with 1,000 apps on 1,000 nodes; --nodes and --asks apply to the first)",
     )
     rest_group = parser.add_argument_group("rest")
     rest_group.add_argument(

@@ -30,6 +30,14 @@ nearly flat from 500 to 5,000 nodes; before its B-tree node index it reported 36
 nodes and 178/s at 1,000. Target here: at least 10,000 allocations/s at 5,000 nodes with
 events on (threaded, native node index).
 
+A second shape, **many queues** (``--shapes many-queues``), shows what the YuniKorn shape hides:
+the cost of a cycle in a cluster with many queues and applications. 10 parent queues of 10
+leaves each (``root.p0.l0`` ... ``root.p9.l9``), 1,000 applications spread round-robin over the
+100 leaves, 10,000 asks (memory 10, vcore 1) spread round-robin over the applications (10
+each), on 1,000 nodes of 11 asks' capacity, fair node policy, events on; timed the same way
+(--quick: 1,000 asks over 100 applications on 200 nodes, same queues). It is reported in its
+own table.
+
 The worker is this module: ``python -m pyscheduler.bench.scheduling --worker ...`` prints one
 JSON object (see :func:`measure_case`).
 """
@@ -57,6 +65,18 @@ POLICIES: Final = ("fair", "binpacking")
 ORDERINGS: Final = ("native", "python")
 DEFAULT_REPEATS: Final = 3
 QUICK_REPEATS: Final = 1
+YUNIKORN_SHAPE: Final = "yunikorn"
+MANY_QUEUES_SHAPE: Final = "many-queues"
+SHAPES: Final = (YUNIKORN_SHAPE, MANY_QUEUES_SHAPE)
+#: The many-queues shape: parents x leaves per parent, asks per application, asks and nodes (--quick: fewer).
+MANY_PARENTS: Final = 10
+MANY_LEAVES_PER_PARENT: Final = 10
+ASKS_PER_APP: Final = 10
+MANY_ASKS: Final = 10_000
+MANY_NODES: Final = 1_000
+QUICK_MANY_ASKS: Final = 1_000
+QUICK_MANY_NODES: Final = 200
+MANY_POLICY: Final = "fair"
 
 #: YuniKorn Go, BenchmarkScheduling, 6 CPUs (benchmarks.md): nearly flat over node counts.
 REFERENCE_GO: Final = 5_400.0
@@ -77,6 +97,26 @@ partitions:
           - name: a
           - name: b
 """
+
+
+
+def many_queues_config(policy: str) -> str:
+    """The many-queues shape's configuration: ``root.p<i>.l<j>`` leaves under parent queues."""
+    lines = [
+        "partitions:", "  - name: default", f"    nodesortpolicy: {{type: {policy}}}", "    queues:",
+        "      - name: root", '        submitacl: "*"', "        queues:",
+    ]
+    for parent in range(MANY_PARENTS):
+        lines += [f"          - name: p{parent}", "            queues:"]
+        lines += [f"              - name: l{leaf}" for leaf in range(MANY_LEAVES_PER_PARENT)]
+    return "\n".join(lines) + "\n"
+
+
+def many_queues_leaf(app_index: int) -> str:
+    """The leaf of the ``app_index``-th application: round-robin over every leaf."""
+    leaf = app_index % (MANY_PARENTS * MANY_LEAVES_PER_PARENT)
+    return f"root.p{leaf // MANY_LEAVES_PER_PARENT}.l{leaf % MANY_LEAVES_PER_PARENT}"
+
 
 if TYPE_CHECKING:
     from pyscheduler.rmproxy.proxy import RMProxy
@@ -135,6 +175,22 @@ def submit_workload(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
     """YuniKorn's BenchmarkScheduling shape: ``nodes`` nodes of ``asks // nodes + 1`` asks'
     capacity, apps ``app-a`` in root.a and ``app-b`` in root.b, and ``asks`` asks of memory 10,
     vcore 1 split between them. Shared with the REST benchmark's served run."""
+    _submit_nodes(proxy, rm_id, nodes, asks)
+    _submit_apps(proxy, rm_id, [("app-a", "root.a"), ("app-b", "root.b")])
+    _submit_asks(proxy, rm_id, asks, lambda k: "app-a" if k % 2 == 0 else "app-b")
+
+
+def submit_many_queues(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
+    """The many-queues shape: nodes as in :func:`submit_workload`, ``asks // ASKS_PER_APP``
+    applications round-robin over the leaves, the asks round-robin over the applications."""
+    apps = max(1, asks // ASKS_PER_APP)
+    _submit_nodes(proxy, rm_id, nodes, asks)
+    _submit_apps(proxy, rm_id, [(f"app-{i:04d}", many_queues_leaf(i)) for i in range(apps)])
+    _submit_asks(proxy, rm_id, asks, lambda k: f"app-{k % apps:04d}")
+
+
+def _submit_nodes(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
+    """``nodes`` nodes of ``asks // nodes + 1`` asks' capacity: everything fits."""
     from pyscheduler.common.resources import Resource
     from pyscheduler.rmproxy import messages as si
 
@@ -149,23 +205,36 @@ def submit_workload(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
             rm_id=rm_id,
         )
     )
+
+
+def _submit_apps(proxy: RMProxy, rm_id: str, apps: Sequence[tuple[str, str]]) -> None:
+    """Applications as (application id, queue path), all of user ``bench``."""
+    from pyscheduler.rmproxy import messages as si
+
     ugi = si.UserGroupInformation(user="bench")
     proxy.update_application(
         si.ApplicationRequest(
-            new=(
-                si.AddApplicationRequest(application_id="app-a", queue_name="root.a", partition_name="default", ugi=ugi),
-                si.AddApplicationRequest(application_id="app-b", queue_name="root.b", partition_name="default", ugi=ugi),
+            new=tuple(
+                si.AddApplicationRequest(application_id=app_id, queue_name=queue, partition_name="default", ugi=ugi)
+                for app_id, queue in apps
             ),
             rm_id=rm_id,
         )
     )
+
+
+def _submit_asks(proxy: RMProxy, rm_id: str, asks: int, app_of: Callable[[int], str]) -> None:
+    """``asks`` asks of memory 10, vcore 1; ask ``k`` goes to application ``app_of(k)``."""
+    from pyscheduler.common.resources import Resource
+    from pyscheduler.rmproxy import messages as si
+
     ask = Resource({"memory": 10, "vcore": 1})
     proxy.update_allocation(
         si.AllocationRequest(
             allocations=tuple(
                 si.Allocation(
                     allocation_key=f"ask-{k:05d}",
-                    application_id="app-a" if k % 2 == 0 else "app-b",
+                    application_id=app_of(k),
                     partition_name="default",
                     resource_per_alloc=ask,
                 )
@@ -176,8 +245,8 @@ def submit_workload(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
     )
 
 
-def build(policy: str, nodes: int, asks: int, native: bool) -> Setup:
-    """A fresh ClusterContext in the benchmark's shape, with every ask pending (not timed),
+def build(policy: str, nodes: int, asks: int, native: bool, shape: str = YUNIKORN_SHAPE) -> Setup:
+    """A fresh ClusterContext in the benchmark's ``shape``, with every ask pending (not timed),
     and its (not started) Scheduler."""
     from pyscheduler.rmproxy import messages as si
     from pyscheduler.rmproxy.proxy import RMProxy
@@ -191,10 +260,12 @@ def build(policy: str, nodes: int, asks: int, native: bool) -> Setup:
     scheduler = Scheduler(context)
     proxy = RMProxy(context)
     rm = CountingRM(asks)
+    many_queues = shape == MANY_QUEUES_SHAPE
+    config = many_queues_config(policy) if many_queues else CONFIG % policy
     proxy.register_resource_manager(
-        si.RegisterResourceManagerRequest(rm_id=RM_ID, policy_group="default", config=CONFIG % policy), rm
+        si.RegisterResourceManagerRequest(rm_id=RM_ID, policy_group="default", config=config), rm
     )
-    submit_workload(proxy, RM_ID, nodes, asks)
+    (submit_many_queues if many_queues else submit_workload)(proxy, RM_ID, nodes, asks)
     return Setup(context, proxy, rm, scheduler)
 
 
@@ -205,10 +276,11 @@ def _events_created(context: Any) -> tuple[int, int]:
     return stats.created, stats.dropped
 
 
-def measure_threaded(policy: str, nodes: int, asks: int, native: bool, timeout: float) -> dict[str, Any]:
+def measure_threaded(policy: str, nodes: int, asks: int, native: bool, timeout: float,
+                     shape: str = YUNIKORN_SHAPE) -> dict[str, Any]:
     """The headline: the real scheduling loop, started after submission, until the RM has
     every allocation (or ``timeout`` seconds)."""
-    setup = build(policy, nodes, asks, native)
+    setup = build(policy, nodes, asks, native, shape)
     scheduler = setup.scheduler
     created_before, dropped_before = _events_created(setup.context)
     gc.collect()
@@ -223,9 +295,10 @@ def measure_threaded(policy: str, nodes: int, asks: int, native: bool, timeout: 
                    created_after - created_before, dropped_after - dropped_before)
 
 
-def measure_lockstep(policy: str, nodes: int, asks: int, native: bool, timeout: float) -> dict[str, Any]:
+def measure_lockstep(policy: str, nodes: int, asks: int, native: bool, timeout: float,
+                     shape: str = YUNIKORN_SHAPE) -> dict[str, Any]:
     """The same run, one ``schedule_once`` at a time on this thread."""
-    setup = build(policy, nodes, asks, native)
+    setup = build(policy, nodes, asks, native, shape)
     scheduler = setup.scheduler
     created_before, dropped_before = _events_created(setup.context)
     gc.collect()
@@ -261,12 +334,13 @@ def _result(rm: CountingRM, asks: int, seconds: float, cycles: int, finished: bo
     }
 
 
-def measure_case(policy: str, nodes: int, asks: int, native: bool, timeout: float) -> dict[str, Any]:
+def measure_case(policy: str, nodes: int, asks: int, native: bool, timeout: float,
+                 shape: str = YUNIKORN_SHAPE) -> dict[str, Any]:
     """Both figures of one case, each in its own fresh ClusterContext (threaded first, so the
     headline runs in the cleanest process)."""
-    threaded = measure_threaded(policy, nodes, asks, native, timeout)
+    threaded = measure_threaded(policy, nodes, asks, native, timeout, shape)
     gc.collect()
-    lockstep = measure_lockstep(policy, nodes, asks, native, timeout)
+    lockstep = measure_lockstep(policy, nodes, asks, native, timeout, shape)
     return {"threaded": threaded, "lockstep": lockstep}
 
 
@@ -280,12 +354,13 @@ def case_timeout(asks: int) -> float:
 
 @dataclass
 class CaseResult:
-    """One case (policy x nodes x ordering): medians over the repeats, and every sample."""
+    """One case (shape x policy x nodes x ordering): medians over the repeats, and every sample."""
 
     policy: str
     nodes: int
     asks: int
     ordering: str
+    shape: str = YUNIKORN_SHAPE
     threaded_rate: float | None = None
     threaded_seconds: float | None = None
     lockstep_rate: float | None = None
@@ -306,6 +381,7 @@ class SchedulingReport:
     policies: list[str]
     repeats: int
     isolation: str
+    shapes: list[str] = field(default_factory=lambda: list(SHAPES))
     cases: list[CaseResult] = field(default_factory=list)
     reference_go: float = REFERENCE_GO
     reference_pre_btree: dict[int, float] = field(default_factory=lambda: dict(REFERENCE_PRE_BTREE))
@@ -313,12 +389,16 @@ class SchedulingReport:
     target_met: dict[str, bool] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
-    def case(self, policy: str, nodes: int, ordering: str) -> CaseResult | None:
+    def case(self, policy: str, nodes: int, ordering: str, shape: str = YUNIKORN_SHAPE) -> CaseResult | None:
         """The measured case, if any."""
         for case in self.cases:
-            if (case.policy, case.nodes, case.ordering) == (policy, nodes, ordering):
+            if (case.shape, case.policy, case.nodes, case.ordering) == (shape, policy, nodes, ordering):
                 return case
         return None
+
+    def shape_cases(self, shape: str) -> list[CaseResult]:
+        """The measured cases of one shape, in measurement order."""
+        return [case for case in self.cases if case.shape == shape]
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable results."""
@@ -331,12 +411,13 @@ class SchedulingReport:
         return format_report(self)
 
 
-def run_worker(policy: str, nodes: int, asks: int, ordering: str, timeout: float) -> dict[str, Any]:
+def run_worker(policy: str, nodes: int, asks: int, ordering: str, timeout: float,
+               shape: str = YUNIKORN_SHAPE) -> dict[str, Any]:
     """Runs one case in a fresh Python process and returns its :func:`measure_case` result."""
     command = [
         sys.executable, "-m", "pyscheduler.bench.scheduling", "--worker",
         "--policy", policy, "--nodes", str(nodes), "--asks", str(asks), "--ordering", ordering,
-        "--timeout", str(timeout),
+        "--timeout", str(timeout), "--shape", shape,
     ]
     # Setup, two timed runs and their flushes: bounded well above what they should take.
     done = subprocess.run(command, capture_output=True, text=True, timeout=4 * timeout + 120, check=False)
@@ -354,16 +435,17 @@ def _median_sample(samples: Sequence[dict[str, Any]], mode: str) -> dict[str, An
 
 
 def measure(
-    policy: str, nodes: int, asks: int, ordering: str, repeats: int, isolate: bool = True
+    policy: str, nodes: int, asks: int, ordering: str, repeats: int, isolate: bool = True,
+    shape: str = YUNIKORN_SHAPE,
 ) -> CaseResult:
     """One case, ``repeats`` times (each in a fresh subprocess unless ``isolate`` is False)."""
-    case = CaseResult(policy=policy, nodes=nodes, asks=asks, ordering=ordering)
+    case = CaseResult(policy=policy, nodes=nodes, asks=asks, ordering=ordering, shape=shape)
     timeout = case_timeout(asks)
     for _ in range(repeats):
         if isolate:
-            sample = run_worker(policy, nodes, asks, ordering, timeout)
+            sample = run_worker(policy, nodes, asks, ordering, timeout, shape)
         else:
-            sample = measure_case(policy, nodes, asks, ordering == "native", timeout)
+            sample = measure_case(policy, nodes, asks, ordering == "native", timeout, shape)
         case.samples.append(sample)
     threaded = _median_sample(case.samples, "threaded")
     lockstep = _median_sample(case.samples, "lockstep")
@@ -386,9 +468,14 @@ def run(
     orderings: Sequence[str] = ORDERINGS,
     repeats: int = DEFAULT_REPEATS,
     isolate: bool = True,
+    shapes: Sequence[str] = SHAPES,
+    many_nodes: int = MANY_NODES,
+    many_asks: int = MANY_ASKS,
     progress: Callable[[str], None] | None = None,
 ) -> SchedulingReport:
-    """Runs every case and returns the report."""
+    """Runs every case of the selected shapes and returns the report: the YuniKorn shape for
+    every policy x node count x ordering, the many-queues shape (fair, ``many_nodes`` nodes,
+    ``many_asks`` asks) for every ordering."""
     if progress is None:
         progress = Progress()
     report = SchedulingReport(
@@ -397,24 +484,37 @@ def run(
         policies=list(policies),
         repeats=repeats,
         isolation="one fresh subprocess per case and repeat" if isolate else "in process (fresh ClusterContext per run)",
+        shapes=list(shapes),
     )
-    for policy in policies:
-        for count in nodes:
-            for ordering in orderings:
-                progress(f"scheduling: {policy}, {count:,} nodes, {asks:,} asks, {ordering} ordering, x{repeats}")
-                try:
-                    case = measure(policy, count, asks, ordering, repeats, isolate)
-                except Exception as exc:  # one broken case must not hide the others
-                    case = CaseResult(policy=policy, nodes=count, asks=asks, ordering=ordering,
-                                      error=f"{type(exc).__name__}: {exc}")
-                if case.error:
-                    report.failures.append(f"{policy}/{count} nodes/{ordering}: {case.error}")
-                report.cases.append(case)
+    if YUNIKORN_SHAPE in shapes:
+        for policy in policies:
+            for count in nodes:
+                for ordering in orderings:
+                    _measure_into(report, YUNIKORN_SHAPE, policy, count, asks, ordering, isolate, progress)
+    if MANY_QUEUES_SHAPE in shapes:
+        for ordering in orderings:
+            _measure_into(report, MANY_QUEUES_SHAPE, MANY_POLICY, many_nodes, many_asks, ordering, isolate, progress)
     for policy in policies:
         case = report.case(policy, TARGET_NODES, "native")
         if case is not None and case.threaded_rate is not None:
             report.target_met[policy] = case.threaded_rate >= TARGET_RATE
     return report
+
+
+def _measure_into(report: SchedulingReport, shape: str, policy: str, nodes: int, asks: int, ordering: str,
+                  isolate: bool, progress: Callable[[str], None]) -> None:
+    """Measures one case and adds it (or its failure) to the report."""
+    repeats = report.repeats
+    progress(f"scheduling ({shape}): {policy}, {nodes:,} nodes, {asks:,} asks, {ordering} ordering, x{repeats}")
+    try:
+        case = measure(policy, nodes, asks, ordering, repeats, isolate, shape)
+    except Exception as exc:  # one broken case must not hide the others
+        case = CaseResult(policy=policy, nodes=nodes, asks=asks, ordering=ordering, shape=shape,
+                          error=f"{type(exc).__name__}: {exc}")
+    if case.error:
+        prefix = "" if shape == YUNIKORN_SHAPE else f"{shape}/"
+        report.failures.append(f"{prefix}{policy}/{nodes} nodes/{ordering}: {case.error}")
+    report.cases.append(case)
 
 
 # --- formatting ---------------------------------------------------------------------------------
@@ -429,7 +529,23 @@ def _ratio(a: float | None, b: float | None) -> str:
 
 
 def format_report(report: SchedulingReport) -> str:
-    """Markdown: one row per policy and node count, native and pure-Python side by side."""
+    """Markdown: a table per measured shape."""
+    parts = []
+    if YUNIKORN_SHAPE in report.shapes:
+        parts.append(_format_yunikorn(report))
+    if MANY_QUEUES_SHAPE in report.shapes:
+        parts.append(_format_many_queues(report))
+    if report.failures:
+        parts.append("\n".join(["FAILURES:", *(f"- {failure}" for failure in report.failures)]))
+    return "\n\n".join(parts)
+
+
+def _events(case: CaseResult | None) -> str:
+    return "-" if case is None or case.events is None else f"{case.events:,} ({case.events_dropped:,} dropped)"
+
+
+def _format_yunikorn(report: SchedulingReport) -> str:
+    """One row per policy and node count, native and pure-Python side by side."""
     rows = []
     for policy in report.policies:
         for nodes in report.nodes:
@@ -449,7 +565,7 @@ def format_report(report: SchedulingReport) -> str:
                 _ratio(native.lockstep_rate if native else None, python.lockstep_rate if python else None),
                 _ratio(n_thr, report.reference_go),
                 f"{_ratio(n_thr, pre)} (Go {pre:,.0f}/s)" if pre else "-",
-                "-" if native is None or native.events is None else f"{native.events:,} ({native.events_dropped:,} dropped)",
+                _events(native),
             ])
     parts = [
         "## Scheduling throughput (benchmarks.md section 3, YuniKorn's BenchmarkScheduling shape)",
@@ -482,9 +598,39 @@ def format_report(report: SchedulingReport) -> str:
         parts.append(f"Target {report.target}: " + "; ".join(verdicts) + ".")
     else:
         parts.append(f"Target {report.target}: not measured in this run ({TARGET_NODES:,} nodes not among the sizes).")
-    if report.failures:
-        parts += ["", "FAILURES:", *(f"- {failure}" for failure in report.failures)]
     return "\n".join(parts)
+
+
+def _format_many_queues(report: SchedulingReport) -> str:
+    """One row per node ordering of the many-queues shape."""
+    rows = [
+        [
+            case.ordering,
+            case.policy,
+            f"{case.nodes:,}",
+            f"{case.asks:,}",
+            f"{max(1, case.asks // ASKS_PER_APP):,}",
+            _rate(case.threaded_rate),
+            _rate(case.lockstep_rate),
+            _events(case),
+        ]
+        for case in report.shape_cases(MANY_QUEUES_SHAPE)
+    ]
+    leaves = MANY_PARENTS * MANY_LEAVES_PER_PARENT
+    return "\n".join([
+        "## Scheduling throughput, many queues and applications",
+        "",
+        f"{MANY_PARENTS} parent queues x {MANY_LEAVES_PER_PARENT} leaves ({leaves} leaf queues); applications "
+        f"({ASKS_PER_APP} asks each) round-robin over the leaves; asks (memory 10, vcore 1) round-robin over the "
+        f"applications; nodes sized (asks / nodes + 1) asks; events on. Timed as above; {report.isolation}; "
+        f"median of {report.repeats}.",
+        "",
+        format_table(
+            ["ordering", "policy", "nodes", "asks", "apps", "threaded /s", "lockstep /s", "events in the timed run"],
+            rows,
+            align="llrrrrrr",
+        ),
+    ])
 
 
 # --- the worker's command line -------------------------------------------------------------------
@@ -499,9 +645,10 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--asks", type=int, default=DEFAULT_ASKS)
     parser.add_argument("--ordering", choices=ORDERINGS, default="native")
     parser.add_argument("--timeout", type=float, default=None)
+    parser.add_argument("--shape", choices=SHAPES, default=YUNIKORN_SHAPE)
     args = parser.parse_args(argv)
     timeout = args.timeout if args.timeout is not None else case_timeout(args.asks)
-    result = measure_case(args.policy, args.nodes, args.asks, args.ordering == "native", timeout)
+    result = measure_case(args.policy, args.nodes, args.asks, args.ordering == "native", timeout, args.shape)
     print(json.dumps(result), flush=True)
     return 0
 
