@@ -267,7 +267,9 @@ def invariant_problems(partition: Partition) -> list[str]:
     - an application's allocated and pending equal the sums of its allocations and asks;
     - a node's allocated equals the sum of its allocations, and each node allocation is the
       application's;
-    - root's max equals the total node capacity.
+    - root's max equals the total node capacity;
+    - the cycle's incremental state: each queue's applications with asks, priority counts and
+      pending priority agree with its applications and children (``Queue.priority_problems``).
     """
     problems: list[str] = []
     total = Resource()
@@ -310,6 +312,7 @@ def invariant_problems(partition: Partition) -> list[str]:
             problems.append(f"queue {queue.path} allocated {queue.allocated} != sum below {allocated}")
         if pending != queue.pending:
             problems.append(f"queue {queue.path} pending {queue.pending} != sum below {pending}")
+        problems.extend(queue.priority_problems())
     if partition.nodes and partition.root.max_resource != total:
         problems.append(f"root max {partition.root.max_resource} != node total {total}")
     problems.extend(partition.ugm.check_consistency())

@@ -204,6 +204,18 @@ class Application:
         ordered = self._ordered
         return -ordered[0][0][0] if ordered else None
 
+    def _fifo_keys(self) -> tuple[int | None, int]:
+        """What places this application among its queue's (highest pending ask priority, then
+        submission time; the id never changes). Caller holds the lock."""
+        return self.max_ask_priority, self.submission_time_ns
+
+    def _report_to_queue(self, before: tuple[int | None, int], after: tuple[int | None, int]) -> None:
+        """Tells the queue when this application's fifo keys changed (its priority, or whether
+        it has asks at all): the queue's incremental scheduling state follows. Called without
+        this application's lock (lock order: queue before application)."""
+        if before != after and self.queue is not None:
+            self.queue.app_asks_changed(self, after[0])
+
     def _index_ask(self, ask: Allocation) -> None:
         bisect.insort(self._ordered, (ask_sort_key(ask), ask), key=lambda entry: entry[0])
 
@@ -218,6 +230,7 @@ class Application:
         Completing) runs the application."""
         assert self.queue is not None, "an application gets asks only once placed"
         with self.lock:
+            before = self._fifo_keys()
             old = self.asks.get(ask.allocation_key)
             delta = ask.resource - old.resource if old is not None else ask.resource
             if old is not None:
@@ -227,7 +240,9 @@ class Application:
             self.pending = self.pending + delta
             self._note_create_time(ask)
             run = self.state in (AppState.NEW, AppState.COMPLETING)
+            after = self._fifo_keys()
         self.queue.inc_pending(delta)
+        self._report_to_queue(before, after)
         if run:
             self.handle(AppEvent.RUN)
         self._events.ask_added(self.app_id, ask.allocation_key, ask.resource)
@@ -235,12 +250,15 @@ class Application:
     def remove_ask(self, key: str, detail: EventChangeDetail = EventChangeDetail.REQUEST_CANCEL) -> Allocation | None:
         assert self.queue is not None
         with self.lock:
+            before = self._fifo_keys()
             ask = self.asks.pop(key, None)
             if ask is None:
                 return None
             self._unindex_ask(ask)
             self.pending = self.pending - ask.resource
+            after = self._fifo_keys()
         self.queue.dec_pending(ask.resource)
+        self._report_to_queue(before, after)
         self._events.ask_removed(self.app_id, key, ask.resource, detail)
         self._check_completion()
         return ask
@@ -255,14 +273,17 @@ class Application:
         in YuniKorn's order."""
         assert self.queue is not None
         with self.lock:
+            before = self._fifo_keys()
             if self.asks.pop(ask.allocation_key, None) is not None:
                 self._unindex_ask(ask)
             ask.place(node_id, self._clock.now_ns(), instance_type)
             self.allocations[ask.allocation_key] = ask
             self.pending = self.pending - ask.resource
             self.allocated = self.allocated + ask.resource
+            after = self._fifo_keys()
         self.queue.dec_pending(ask.resource)
         self.queue.inc_allocated(ask.resource)
+        self._report_to_queue(before, after)
         self._run_after_allocation()
         on_usage(ask)
         self._events.allocation_added(self.app_id, ask.allocation_key, ask.resource)
@@ -271,10 +292,13 @@ class Application:
         """An allocation the RM already placed (recovery): counted even past queue max."""
         assert self.queue is not None
         with self.lock:
+            before = self._fifo_keys()
             self.allocations[alloc.allocation_key] = alloc
             self.allocated = self.allocated + alloc.resource
             self._note_create_time(alloc)
+            after = self._fifo_keys()
         self.queue.inc_allocated(alloc.resource)
+        self._report_to_queue(before, after)
         if self.state is AppState.NEW:
             self.handle(AppEvent.RUN)
         self._run_after_allocation()

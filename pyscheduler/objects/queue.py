@@ -9,12 +9,17 @@
   ``max - allocated`` over the path.
 - Usage changes walk the path one queue at a time: no queue lock is held while another is taken
   (lock order: partition -> queue -> application -> node, never upward, never two queues).
+- For the scheduling cycle, each queue keeps its highest pending ask priority up to date
+  (``pending_priority``) and each leaf its applications with pending asks (``apps_with_asks``)
+  and their fifo order: an application reports its changes (:meth:`Queue.app_asks_changed`) and
+  the change walks up the path only as far as a priority changes. Writers hold the partition's
+  lock, as every change of asks, applications and queues does.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Protocol
@@ -94,6 +99,21 @@ class Queue:
         self.allocated = Resource()
         self.pending = Resource()
         self.running_apps = 0
+        #: The applications of this leaf with pending asks, and the priority each one is counted
+        #: at in ``_app_priority_counts`` (its highest pending ask priority).
+        self.apps_with_asks: dict[str, Application] = {}
+        self._app_priorities: dict[str, int] = {}
+        #: How many applications (a leaf) or children (a parent) sit at each priority: the
+        #: highest key is this queue's priority, without looking at every application.
+        self._app_priority_counts: dict[int, int] = {}
+        self._child_priority_counts: dict[int, int] = {}
+        #: The highest pending ask priority below this queue as parents sort by it: a leaf's is its
+        #: applications' highest (0 with none), a parent's its children's highest (0 without any;
+        #: a child with nothing pending counts as 0).
+        self.pending_priority = 0
+        #: The applications with asks in fifo order, or None once that order may have changed
+        #: (the cycle sorts again then); replaced, never changed in place.
+        self.fifo_order: list[Application] | None = None
         self._settings = settings or QueueSettings()
         self._is_leaf = not self._settings.parent
         self.properties: dict[str, str] = {}
@@ -132,14 +152,19 @@ class Queue:
     def _add_child(self, child: Queue) -> None:
         with self.lock:
             self.children[child.name] = child
+            _move_count(self._child_priority_counts, None, child.pending_priority)
             if self._is_leaf:
                 self._is_leaf = False
                 self._events.type_changed(self.path, is_leaf=False)
+        self._refresh_priority()
 
     def remove_child(self, name: str) -> None:
         with self.lock:
             child = self.children.pop(name, None)
+            if child is not None:
+                _move_count(self._child_priority_counts, child.pending_priority, None)
         if child is not None:
+            self._refresh_priority()
             self._events.removed(child.path, child.managed)
 
     def walk(self) -> Iterator[Queue]:
@@ -176,6 +201,7 @@ class Queue:
         if old.guaranteed != settings.guaranteed:
             self._events.guaranteed_changed(self.path, settings.guaranteed)
         if type_changed:
+            self._refresh_priority()  # a leaf ranks by its applications, a parent by its children
             self._events.type_changed(self.path, want_leaf)
         for child in list(self.children.values()):
             child._merge_properties()
@@ -294,13 +320,78 @@ class Queue:
     def add_application(self, app: Application) -> None:
         with self.lock:
             self.applications[app.app_id] = app
+        self.app_asks_changed(app, app.max_ask_priority)
         self._events.app_added(self.path, app.app_id)
 
     def remove_application(self, app: Application) -> None:
         with self.lock:
             if self.applications.pop(app.app_id, None) is None:
                 return
+        self.app_asks_changed(app, None)
         self._events.app_removed(self.path, app.app_id)
+
+    # -- incremental scheduling state ---------------------------------------------------------------
+
+    def app_asks_changed(self, app: Application, priority: int | None) -> None:
+        """``app``'s highest pending ask priority is now ``priority`` (None: no pending asks), or
+        another of its fifo keys changed (its submission time): the leaf's set of applications
+        with asks, its fifo order and the priorities up the path follow. An application no longer
+        in this queue counts as one without asks."""
+        with self.lock:
+            if app.app_id not in self.applications:
+                priority = None
+            old = self._app_priorities.pop(app.app_id, None)
+            if priority is None:
+                self.apps_with_asks.pop(app.app_id, None)
+            else:
+                self._app_priorities[app.app_id] = priority
+                self.apps_with_asks[app.app_id] = app
+            _move_count(self._app_priority_counts, old, priority)
+            self.fifo_order = None
+        if old != priority:
+            self._refresh_priority()
+
+    def _refresh_priority(self) -> None:
+        """Recomputes ``pending_priority`` from the counts and, when it changed, moves this
+        queue's entry in its parent's counts; up the path while priorities change (one queue
+        lock at a time)."""
+        queue = self
+        while True:
+            with queue.lock:
+                old = queue.pending_priority
+                counts = queue._app_priority_counts if queue._is_leaf else queue._child_priority_counts
+                new = max(counts) if counts else 0
+                queue.pending_priority = new
+            parent = queue.parent
+            if new == old or parent is None:
+                return
+            with parent.lock:
+                if parent.children.get(queue.name) is queue:
+                    _move_count(parent._child_priority_counts, old, new)
+            queue = parent
+
+    def priority_problems(self) -> list[str]:
+        """Where the incremental state disagrees with the applications and children it counts
+        (a health check for tests): empty when consistent."""
+        with self.lock:
+            apps = dict(self.applications)
+            children = list(self.children.values())
+            with_asks = dict(self.apps_with_asks)
+            app_priorities = dict(self._app_priorities)
+            app_counts, child_counts = dict(self._app_priority_counts), dict(self._child_priority_counts)
+            priority, is_leaf = self.pending_priority, self._is_leaf
+        problems = []
+        expected = {a.app_id: p for a in apps.values() if (p := a.max_ask_priority) is not None}
+        if app_priorities != expected or set(with_asks) != set(expected):
+            problems.append(f"queue {self.path} counts applications with asks {app_priorities}, expected {expected}")
+        if app_counts != _counts(expected.values()):
+            problems.append(f"queue {self.path} application priority counts {app_counts} are off")
+        if child_counts != _counts(c.pending_priority for c in children):
+            problems.append(f"queue {self.path} child priority counts {child_counts} are off")
+        counts = app_counts if is_leaf else child_counts
+        if priority != (max(counts) if counts else 0):
+            problems.append(f"queue {self.path} pending priority {priority} is not the highest of {counts}")
+        return problems
 
     def can_run_app(self) -> bool:
         """maxApplications on every level of the path allows one more running app."""
@@ -325,3 +416,25 @@ class Queue:
     def __repr__(self) -> str:
         kind = "leaf" if self._is_leaf else "parent"
         return f"Queue({self.path}, {kind}, {'managed' if self.managed else 'dynamic'}, {self.state.value})"
+
+
+def _move_count(counts: dict[int, int], old: int | None, new: int | None) -> None:
+    """One member of ``counts`` moves from priority ``old`` to ``new`` (None: not counted);
+    priorities nobody sits at are dropped, so the highest key is always a live one."""
+    if old == new:
+        return
+    if old is not None:
+        left = counts[old] - 1
+        if left:
+            counts[old] = left
+        else:
+            del counts[old]
+    if new is not None:
+        counts[new] = counts.get(new, 0) + 1
+
+
+def _counts(priorities: Iterable[int]) -> dict[int, int]:
+    result: dict[int, int] = {}
+    for priority in priorities:
+        result[priority] = result.get(priority, 0) + 1
+    return result

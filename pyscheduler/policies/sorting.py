@@ -53,6 +53,21 @@ def _pending_total(queue: Queue) -> int:
     return sum(v for v in queue.pending.values() if v > 0)
 
 
+def _fair_max_below(queue: Queue, parent_maxes: dict[int, Mapping[str, int]]) -> Mapping[str, int]:
+    """:func:`fair_max` of ``queue`` from its parent's, computed once per parent in
+    ``parent_maxes``: siblings share every ancestor, only their own maximum differs."""
+    parent = queue.parent
+    if parent is None:
+        return fair_max(queue).view()
+    inherited = parent_maxes.get(id(parent))
+    if inherited is None:
+        inherited = parent_maxes[id(parent)] = fair_max(parent).view()
+    own = queue.max_resource
+    if own is None:
+        return inherited
+    return {**inherited, **own.view()}
+
+
 class FairQueueSorter:
     """Children of a parent: priority first (default), then fair share, then pending."""
 
@@ -60,8 +75,11 @@ class FairQueueSorter:
         self.priority_first = priority_first
 
     def sort(self, queues: Sequence[Queue], priorities: Mapping[str, int]) -> list[Queue]:
+        parent_maxes: dict[int, Mapping[str, int]] = {}
+
         def key(q: Queue) -> tuple[object, ...]:
-            share = fair_share(q.allocated.view(), q.guaranteed.view() if q.guaranteed else None, fair_max(q))
+            fairmax = _fair_max_below(q, parent_maxes)
+            share = fair_share(q.allocated.view(), q.guaranteed.view() if q.guaranteed else None, fairmax)
             priority = -priorities.get(q.path, 0)
             first, second = (priority, share) if self.priority_first else (share, priority)
             return first, second, -_pending_total(q), q.name

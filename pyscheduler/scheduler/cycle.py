@@ -5,15 +5,20 @@ Per partition, under its lock:
 
 1. reserved asks: each reservation's ask is tried on its node, then (for normal reservations)
    on any other unreserved node; stale reservations are dropped;
-2. regular allocation: a depth-first walk from root. Parents sort their children fairly,
-   leaves sort their applications (fifo or fair), applications walk their asks by priority
-   then age. An ask must fit the user headroom and the queue headroom; a required-node ask
+2. regular allocation: a depth-first walk from root through the queues with pending asks.
+   Parents sort those children fairly, leaves sort their applications with asks (fifo or
+   fair), applications walk their asks by priority then age. An ask must fit the user headroom and the queue headroom; a required-node ask
    only tries its node and otherwise reserves it at once; any other ask takes the first node
    in the node order that fits and that the RM's predicates accept. An ask that fits no node
    and is older than the reservation delay reserves the node it fits best.
 
 The allocation is committed in the same cycle (node, application, queues, user usage,
 events) and the RM is told once the partition's lock is released.
+
+What the walk sorts by is kept up to date as asks come and go, not recomputed per cycle: each
+queue's highest pending ask priority and each leaf's applications with asks (and their fifo
+order) live in the queues (:meth:`Queue.app_asks_changed`), so a cycle costs the queues and
+applications on its path, not every queue and application of the partition.
 """
 
 from __future__ import annotations
@@ -86,42 +91,44 @@ class SchedulingCycle:
                 return decision
         if not partition.root.pending.strictly_greater_than_zero():
             return None
-        return self._walk(partition, partition.root, self._priorities(partition))
+        return self._walk(partition, partition.root)
 
-    @staticmethod
-    def _priorities(partition: Partition) -> dict[str, int]:
-        """The highest pending ask priority per queue path (a queue sorts by its subtree's)."""
-        result: dict[str, int] = {}
-        for queue in reversed(list(partition.root.walk())):
-            if queue.is_leaf:
-                best = [p for a in queue.applications.values() if (p := a.max_ask_priority) is not None]
-                result[queue.path] = max(best, default=0)
-            else:
-                result[queue.path] = max((result.get(c.path, 0) for c in queue.children.values()), default=0)
-        return result
-
-    def _walk(self, partition: Partition, queue: Queue, priorities: dict[str, int]) -> Decision | None:
+    def _walk(self, partition: Partition, queue: Queue) -> Decision | None:
         if queue.is_leaf:
             return self._try_leaf(partition, queue)
         children = [
             c for c in queue.children.values()
             if c.state is not ObjectState.STOPPED and c.pending.strictly_greater_than_zero()
         ]
+        # Each child's subtree priority is kept by the queues as asks change (pending_priority).
+        priorities = {c.path: c.pending_priority for c in children}
         for child in self._queue_sorter.sort(children, priorities):
-            decision = self._walk(partition, child, priorities)
+            decision = self._walk(partition, child)
             if decision is not None:
                 return decision
         return None
 
     def _try_leaf(self, partition: Partition, queue: Queue) -> Decision | None:
-        apps = [a for a in queue.applications.values() if a.asks]
-        for app in app_sorter(queue.sort_policy).sort(apps, queue):
+        for app in self._sorted_apps(queue):
             if not self._runnable(partition, queue, app):
                 continue
             decision = self._try_app(partition, queue, app)
             if decision is not None:
                 return decision
         return None
+
+    @staticmethod
+    def _sorted_apps(queue: Queue) -> list[Application]:
+        """The leaf's applications with asks in its sort order. The fifo order only changes when
+        an application's priority, submission time or asks-or-not does, so the queue keeps it
+        until then; the fair order depends on usage, which every allocation changes."""
+        policy = queue.sort_policy
+        if policy != "fifo":
+            return app_sorter(policy).sort(list(queue.apps_with_asks.values()), queue)
+        order = queue.fifo_order
+        if order is None:
+            order = queue.fifo_order = app_sorter(policy).sort(list(queue.apps_with_asks.values()), queue)
+        return order
 
     def _runnable(self, partition: Partition, queue: Queue, app: Application) -> bool:
         """maxApplications of the queue path and of the user/group limits, for apps that are
