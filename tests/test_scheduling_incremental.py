@@ -1,6 +1,7 @@
-"""The cycle's incremental state (each queue's highest pending ask priority, each leaf's
-applications with asks, the cached fifo order) against the O(queues + applications) computation
-it replaced.
+"""The cycle's incremental state (each queue's priority as YuniKorn keeps it: the highest
+pending ask priority below it with ``priority.offset`` and fences applied; each leaf's
+applications with asks; the cached fifo order) against an O(queues + applications) computation
+of the same.
 
 Seeded random workloads (parents and leaves with fifo and fair sorting, quotas, priorities
 including negative ones, apps added and removed, asks added, withdrawn and allocated, allocations
@@ -23,7 +24,7 @@ from scheduling_helpers import Cluster, config
 
 from pyscheduler.objects.application import Application
 from pyscheduler.objects.partition import Partition
-from pyscheduler.objects.queue import ObjectState, Queue
+from pyscheduler.objects.queue import MIN_PRIORITY, ObjectState, Queue
 from pyscheduler.policies.sorting import app_sorter
 from pyscheduler.rmproxy import messages as si
 from pyscheduler.rmproxy.messages import TAG_REQUIRED_NODE
@@ -45,17 +46,25 @@ QUEUES = """\
                 queues:
                   - name: deep
           - name: q
-            properties: {application.sort.policy: fair}
+            properties: {application.sort.policy: fair, priority.offset: "2"}
             queues:
               - name: u
+                properties: {priority.offset: "-3"}
               - name: v
+          - name: fenced
+            properties: {priority.policy: fence, priority.offset: "1", application.sort.priority: disabled}
+            queues:
+              - name: f1
+              - name: f2
+                properties: {application.sort.policy: fair}
           - name: idle
             parent: true
 """
 CONFIG = config(QUEUES)
 #: The same queues, with dynamic leaves created where an application asks for them.
 DYNAMIC = config(QUEUES, partition_extra="    placementrules:\n      - {name: provided, create: true}\n")
-LEAVES = ["root.fifo", "root.fair", "root.p.x", "root.p.y", "root.p.z.deep", "root.q.u", "root.q.v"]
+LEAVES = ["root.fifo", "root.fair", "root.p.x", "root.p.y", "root.p.z.deep", "root.q.u", "root.q.v",
+          "root.fenced.f1", "root.fenced.f2"]
 NODES = [f"node-{i}" for i in range(6)]
 NODE_SIZES = [(60, 6), (100, 10), (200, 8)]
 ASK_SIZES = [(10, 1), (20, 2), (40, 1), (70, 3), (250, 2)]  # 250 fits no node
@@ -66,23 +75,32 @@ ACTIONS = (["asks"] * 6 + ["schedule"] * 6 + ["release_allocation"] * 3 + ["with
 
 
 def oracle_priorities(partition: Partition) -> dict[str, int]:
-    """The highest pending ask priority per queue path, walking every queue and application (the
-    cycle's computation before the incremental state): a leaf's is its applications' highest
-    (0 with none), a parent's the highest of its children's (0 without children)."""
+    """YuniKorn's currentPriority of every queue, walking every queue and application: a leaf's
+    is its applications' highest pending ask priority, a parent's the highest of its children's;
+    as a queue's parent sees it, its offset is added (clamped to int32) or, for a fenced queue,
+    only its offset shows; with nothing pending the minimum int32, whatever the offset."""
     result: dict[str, int] = {}
     for queue in reversed(list(partition.root.walk())):
         if queue.is_leaf:
             best = [p for a in queue.applications.values() if (p := a.max_ask_priority) is not None]
-            result[queue.path] = max(best, default=0)
+            raw = max(best, default=MIN_PRIORITY)
         else:
-            result[queue.path] = max((result.get(c.path, 0) for c in queue.children.values()), default=0)
+            raw = max((result[c.path] for c in queue.children.values()), default=MIN_PRIORITY)
+        offset = int(queue.properties.get("priority.offset", "0"))
+        if raw == MIN_PRIORITY:
+            seen = MIN_PRIORITY
+        elif queue.properties.get("priority.policy") == "fence":
+            seen = offset
+        else:
+            seen = max(MIN_PRIORITY, min(2**31 - 1, raw + offset))
+        result[queue.path] = seen
     return result
 
 
 def assert_priorities_match(partition: Partition) -> None:
     """Every queue's incremental pending priority is the oracle's."""
     with partition.lock:
-        incremental = {q.path: q.pending_priority for q in partition.root.walk()}
+        incremental = {q.path: q.current_priority for q in partition.root.walk()}
         assert incremental == oracle_priorities(partition)
 
 
@@ -101,7 +119,7 @@ class ReferenceCycle(SchedulingCycle):
             c for c in queue.children.values()
             if c.state is not ObjectState.STOPPED and c.pending.strictly_greater_than_zero()
         ]
-        for child in self._queue_sorter.sort(children, priorities):
+        for child in self._queue_sorter.sort(children, priorities, queue.priority_sorting):
             decision = self._reference_walk(partition, child, priorities)
             if decision is not None:
                 return decision
@@ -240,27 +258,57 @@ def test_incremental_cycle_decides_as_the_reference(seed: int) -> None:
         lockstep.close()
 
 
-def test_negative_priorities_rank_below_a_sibling_without_asks() -> None:
-    """A parent whose only asks have a negative priority still ranks at 0 when one of its
-    leaves has nothing pending (as the O(n) computation always did): the incremental state keeps
-    that, through apps and asks coming and going."""
+def test_an_empty_leaf_does_not_lift_its_parent_and_offsets_and_fences_apply() -> None:
+    """YuniKorn's priorities: a queue with nothing pending has the minimum priority, so a parent
+    whose only asks are negative ranks by them; ``priority.offset`` is added as the parent sees
+    the queue; a fenced queue shows only its offset."""
     cluster = Cluster(CONFIG)
     try:
         cluster.add_node("node-0", 1000, 100)
-        cluster.add_app("neg", "root.q.u")
-        cluster.ask("a1", "neg", priority=-2)
         queue = cluster.queue
-        assert (queue("root.q.u").pending_priority, queue("root.q").pending_priority) == (-2, 0)
-        assert queue("root").pending_priority == 0
-        cluster.add_app("pos", "root.q.v")
-        cluster.ask("b1", "pos", priority=3)
-        assert (queue("root.q").pending_priority, queue("root").pending_priority) == (3, 3)
-        cluster.release("pos", "b1")
-        assert queue("root.q").pending_priority == 0 and queue("root.q.v").pending_priority == 0
-        assert cluster.schedule() == 1
-        assert all(q.pending_priority == 0 for q in cluster.partition.root.walk())
-        assert not any(q.apps_with_asks for q in cluster.partition.root.walk())
+        assert all(q.current_priority == MIN_PRIORITY for q in cluster.partition.root.walk())
+        cluster.add_app("neg", "root.p.x")
+        cluster.ask("a1", "neg", priority=-2)
+        # root.p has an empty leaf (y) too: it still ranks at -2.
+        assert (queue("root.p.x").current_priority, queue("root.p").current_priority) == (-2, -2)
+        cluster.add_app("low", "root.fifo")
+        cluster.ask("b1", "low", priority=-1)
+        assert queue("root").current_priority == -1
+        # root.fifo (-1) goes before root.p (-2): with an empty leaf counted as 0, p went first.
+        assert cluster.schedule() == 2
+        assert [a.allocation_key for a in _new_allocations(cluster)] == ["b1", "a1"]
+        # root.q.u has offset -3 and root.q +2: an ask at 4 is seen as 1 by q and 3 by root.
+        cluster.add_app("off", "root.q.u")
+        cluster.ask("c1", "off", priority=4)
+        assert (queue("root.q.u").pending_priority, queue("root.q.u").current_priority) == (4, 1)
+        assert (queue("root.q").pending_priority, queue("root.q").current_priority) == (1, 3)
+        # A fenced queue shows its offset whatever its asks' priorities: f1 inherits the fence
+        # (not the offset: 0), root.fenced shows its own offset, 1.
+        cluster.add_app("fen", "root.fenced.f1")
+        cluster.ask("d1", "fen", priority=100)
+        assert (queue("root.fenced.f1").pending_priority, queue("root.fenced.f1").current_priority) == (100, 0)
+        assert (queue("root.fenced").pending_priority, queue("root.fenced").current_priority) == (0, 1)
+        assert queue("root").current_priority == 3
+        assert_priorities_match(cluster.partition)
         check_invariants(cluster.context)
+    finally:
+        cluster.close()
+
+
+def test_priority_sorting_disabled_puts_submission_first() -> None:
+    """``application.sort.priority: disabled`` (inherited by root.fenced's leaves): a fifo leaf
+    takes the earliest submitted application first, whatever the priorities."""
+    cluster = Cluster(CONFIG)
+    try:
+        cluster.add_node("node-0", 1000, 100)
+        cluster.add_app("early", "root.fenced.f1")
+        cluster.clock.advance(1)
+        cluster.add_app("late", "root.fenced.f1")
+        cluster.ask("e1", "early", priority=0)
+        cluster.ask("l1", "late", priority=9)
+        assert cluster.queue("root.fenced.f1").priority_sorting is False
+        assert cluster.schedule() == 2
+        assert [a.allocation_key for a in _new_allocations(cluster)] == ["e1", "l1"]
     finally:
         cluster.close()
 

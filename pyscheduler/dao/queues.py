@@ -7,11 +7,9 @@ queue's lock is held (partition -> queue). Nothing is changed.
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any
 
 from pyscheduler.dao._common import (
-    INT32_MAX,
     INT32_MIN,
     abs_used_capacity,
     find_partition,
@@ -23,6 +21,7 @@ from pyscheduler.dao._common import (
     validate_queue_path,
 )
 from pyscheduler.dao.errors import QUEUE_NOT_FOUND, NotFound
+from pyscheduler.objects.queue import PRIORITY_POLICY, SORT_PRIORITY, parse_priority_offset
 from pyscheduler.scheduler.context import external_name
 
 if TYPE_CHECKING:
@@ -32,24 +31,11 @@ if TYPE_CHECKING:
 
 __all__ = ["queue", "queue_dao", "queues"]
 
-# Queue properties YuniKorn reads (configs/configvalidator.go).
-APPLICATION_SORT_PRIORITY = "application.sort.priority"
-PRIORITY_POLICY = "priority.policy"
-PRIORITY_OFFSET = "priority.offset"
+# Queue properties YuniKorn reads (configs/configvalidator.go); the priority ones are the queue's.
 PREEMPTION_POLICY = "preemption.policy"
 PREEMPTION_DELAY = "preemption.delay"
 #: YuniKorn's default preemption delay (configs.DefaultPreemptionDelay).
 DEFAULT_PREEMPTION_DELAY_NS = 30 * 1_000_000_000
-_INT = re.compile(r"[+-]?[0-9]+")
-
-
-def _priority_offset(properties: dict[str, str]) -> int:
-    """``priority.offset`` as Go's ParseInt(value, 10, 32); anything invalid is 0."""
-    text = properties.get(PRIORITY_OFFSET, "")
-    if not _INT.fullmatch(text):
-        return 0
-    value = int(text, 10)
-    return value if INT32_MIN <= value <= INT32_MAX else 0
 
 
 def _preemption_delay(properties: dict[str, str]) -> int:
@@ -86,34 +72,14 @@ def _template_dao(template: QueueSettings) -> dict[str, Any]:
     return out
 
 
-def _adjust_priority(priority: int, offset: int) -> int:
-    """A queue's priority seen by its parent: the offset added, clamped to int32; no pending
-    work (the minimum priority) stays the minimum."""
-    if priority == INT32_MIN:
-        return INT32_MIN
-    return max(INT32_MIN, min(INT32_MAX, priority + offset))
-
-
 def _current_priorities(root: Queue) -> dict[str, int]:
-    """YuniKorn's currentPriority of every queue: a leaf's is the highest pending ask priority
-    of its applications, a parent's the highest of its children's as they see it (the offset
-    added; a fenced child shows only its offset); with nothing pending, the minimum int32."""
+    """YuniKorn's currentPriority of every queue, as the queues keep it for the scheduling cycle
+    (``Queue.current_priority``: the highest pending ask priority below, the offset added or a
+    fence's offset only; the minimum int32 with nothing pending)."""
     result: dict[str, int] = {}
-    for queue in reversed(list(root.walk())):
+    for queue in root.walk():
         with queue.lock:
-            properties = dict(queue.properties)
-            apps = list(queue.applications.values())
-            children = list(queue.children.values())
-        offset = _priority_offset(properties)
-        if queue.is_leaf:
-            pending = [p for app in apps if (p := app.max_ask_priority) is not None]
-            raw = max(pending, default=INT32_MIN)
-        else:
-            raw = max((result.get(child.path, INT32_MIN) for child in children), default=INT32_MIN)
-        seen = _adjust_priority(raw, offset)
-        if properties.get(PRIORITY_POLICY, "").lower() == "fence" and raw != INT32_MIN:
-            seen = offset
-        result[queue.path] = seen
+            result[queue.path] = queue.current_priority
     return result
 
 
@@ -163,12 +129,12 @@ def queue_dao(
     out["currentPriority"] = priorities.get(queue.path, INT32_MIN)
     # allocatingAcceptedApps: not tracked (apps are counted running from their first allocation).
     put(out, "sortingPolicy", queue.sort_policy if is_leaf else "fair")
-    out["prioritySorting"] = properties.get(APPLICATION_SORT_PRIORITY, "").lower() != "disabled"
+    out["prioritySorting"] = properties.get(SORT_PRIORITY, "").lower() != "disabled"
     out["preemptionEnabled"] = preemption_policy != "disabled"
     out["isPreemptionFence"] = preemption_policy == "fence"
     put(out, "preemptionDelay", go_duration(_preemption_delay(properties)))
     out["isPriorityFence"] = properties.get(PRIORITY_POLICY, "").lower() == "fence"
-    put(out, "priorityOffset", _priority_offset(properties))
+    put(out, "priorityOffset", parse_priority_offset(properties))
     return out
 
 

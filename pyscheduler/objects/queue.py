@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
@@ -31,18 +32,49 @@ if TYPE_CHECKING:
     from pyscheduler.objects.application import Application
 
 __all__ = [
+    "MIN_PRIORITY",
     "ObjectState",
+    "PRIORITY_POLICY",
     "Queue",
     "QueueSettings",
     "RECOVERY_QUEUE",
     "SORT_POLICY",
+    "SORT_PRIORITY",
+    "parse_priority_offset",
+    "priority_seen_by_parent",
     "qualify",
 ]
 
 RECOVERY_QUEUE = "root.@recovery@"
 SORT_POLICY = "application.sort.policy"
+SORT_PRIORITY = "application.sort.priority"
 PRIORITY_OFFSET = "priority.offset"
+PRIORITY_POLICY = "priority.policy"
 PREEMPTION_POLICY = "preemption.policy"
+#: YuniKorn's configs.MinPriority / MaxPriority (int32): the minimum also means "nothing pending".
+MIN_PRIORITY = -(1 << 31)
+MAX_PRIORITY = (1 << 31) - 1
+_INT = re.compile(r"[+-]?[0-9]+")
+
+
+def parse_priority_offset(properties: Mapping[str, str]) -> int:
+    """``priority.offset`` as Go's ParseInt(value, 10, 32); anything invalid is 0."""
+    text = properties.get(PRIORITY_OFFSET, "")
+    if not _INT.fullmatch(text):
+        return 0
+    value = int(text, 10)
+    return value if MIN_PRIORITY <= value <= MAX_PRIORITY else 0
+
+
+def priority_seen_by_parent(priority: int, offset: int, fence: bool) -> int:
+    """YuniKorn's priorityValueByPolicy: a queue's priority as its parent sorts it. Nothing
+    pending stays the minimum; a fenced queue shows only its offset; otherwise the offset is
+    added, clamped to int32."""
+    if priority == MIN_PRIORITY:
+        return MIN_PRIORITY
+    if fence:
+        return offset
+    return max(MIN_PRIORITY, min(MAX_PRIORITY, priority + offset))
 
 
 class ObjectState(str, Enum):
@@ -107,10 +139,19 @@ class Queue:
         #: highest key is this queue's priority, without looking at every application.
         self._app_priority_counts: dict[int, int] = {}
         self._child_priority_counts: dict[int, int] = {}
-        #: The highest pending ask priority below this queue as parents sort by it: a leaf's is its
-        #: applications' highest (0 with none), a parent's its children's highest (0 without any;
-        #: a child with nothing pending counts as 0).
-        self.pending_priority = 0
+        #: YuniKorn's priority of this queue: a leaf's is its applications' highest pending ask
+        #: priority, a parent's the highest of its children's ``current_priority``;
+        #: ``MIN_PRIORITY`` with nothing pending.
+        self.pending_priority = MIN_PRIORITY
+        #: The priority its parent sorts it by and counts (YuniKorn's GetCurrentPriority, the REST
+        #: ``currentPriority``): ``pending_priority`` with this queue's ``priority.offset`` added,
+        #: or only the offset for a ``priority.policy: fence`` queue.
+        self.current_priority = MIN_PRIORITY
+        self.priority_offset = 0
+        self.priority_fence = False
+        #: ``application.sort.priority`` (default enabled): whether this queue sorts its
+        #: applications (a leaf) or children (a parent) by priority first.
+        self.priority_sorting = True
         #: The applications with asks in fifo order, or None once that order may have changed
         #: (the cycle sorts again then); replaced, never changed in place.
         self.fifo_order: list[Application] | None = None
@@ -152,7 +193,7 @@ class Queue:
     def _add_child(self, child: Queue) -> None:
         with self.lock:
             self.children[child.name] = child
-            _move_count(self._child_priority_counts, None, child.pending_priority)
+            _move_count(self._child_priority_counts, None, child.current_priority)
             if self._is_leaf:
                 self._is_leaf = False
                 self._events.type_changed(self.path, is_leaf=False)
@@ -162,7 +203,7 @@ class Queue:
         with self.lock:
             child = self.children.pop(name, None)
             if child is not None:
-                _move_count(self._child_priority_counts, child.pending_priority, None)
+                _move_count(self._child_priority_counts, child.current_priority, None)
         if child is not None:
             self._refresh_priority()
             self._events.removed(child.path, child.managed)
@@ -200,11 +241,15 @@ class Queue:
             self._events.max_changed(self.path, settings.max_resource)
         if old.guaranteed != settings.guaranteed:
             self._events.guaranteed_changed(self.path, settings.guaranteed)
+        # A leaf ranks by its applications, a parent by its children; the offset or fence may
+        # have changed too.
+        self._refresh_priority()
         if type_changed:
-            self._refresh_priority()  # a leaf ranks by its applications, a parent by its children
             self._events.type_changed(self.path, want_leaf)
         for child in list(self.children.values()):
-            child._merge_properties()
+            with child.lock:
+                child._merge_properties()
+            child._refresh_priority()
 
     def set_max_resource(self, maximum: Resource | None) -> None:
         """Root's maximum follows the partition's total node capacity."""
@@ -224,6 +269,12 @@ class Queue:
                 inherited[key] = value
         inherited.update(self._settings.properties)
         self.properties = inherited
+        self.priority_offset = parse_priority_offset(inherited)
+        self.priority_fence = inherited.get(PRIORITY_POLICY, "").lower() == "fence"
+        sorting = inherited.get(SORT_PRIORITY, "").lower() != "disabled"
+        if sorting != self.priority_sorting:
+            self.priority_sorting = sorting
+            self.fifo_order = None
 
     @property
     def sort_policy(self) -> str:
@@ -358,10 +409,11 @@ class Queue:
         queue = self
         while True:
             with queue.lock:
-                old = queue.pending_priority
+                old = queue.current_priority
                 counts = queue._app_priority_counts if queue._is_leaf else queue._child_priority_counts
-                new = max(counts) if counts else 0
-                queue.pending_priority = new
+                queue.pending_priority = max(counts) if counts else MIN_PRIORITY
+                new = priority_seen_by_parent(queue.pending_priority, queue.priority_offset, queue.priority_fence)
+                queue.current_priority = new
             parent = queue.parent
             if new == old or parent is None:
                 return
@@ -379,18 +431,21 @@ class Queue:
             with_asks = dict(self.apps_with_asks)
             app_priorities = dict(self._app_priorities)
             app_counts, child_counts = dict(self._app_priority_counts), dict(self._child_priority_counts)
-            priority, is_leaf = self.pending_priority, self._is_leaf
+            priority, seen, is_leaf = self.pending_priority, self.current_priority, self._is_leaf
+            offset, fence = self.priority_offset, self.priority_fence
         problems = []
         expected = {a.app_id: p for a in apps.values() if (p := a.max_ask_priority) is not None}
         if app_priorities != expected or set(with_asks) != set(expected):
             problems.append(f"queue {self.path} counts applications with asks {app_priorities}, expected {expected}")
         if app_counts != _counts(expected.values()):
             problems.append(f"queue {self.path} application priority counts {app_counts} are off")
-        if child_counts != _counts(c.pending_priority for c in children):
+        if child_counts != _counts(c.current_priority for c in children):
             problems.append(f"queue {self.path} child priority counts {child_counts} are off")
         counts = app_counts if is_leaf else child_counts
-        if priority != (max(counts) if counts else 0):
+        if priority != (max(counts) if counts else MIN_PRIORITY):
             problems.append(f"queue {self.path} pending priority {priority} is not the highest of {counts}")
+        if seen != priority_seen_by_parent(priority, offset, fence):
+            problems.append(f"queue {self.path} current priority {seen} does not follow {priority} (offset, fence)")
         return problems
 
     def can_run_app(self) -> bool:

@@ -1,9 +1,13 @@
 """Queue and application sorting (YuniKorn's ``sorters.go``).
 
-- Parents always sort their children **fair**: priority first (the highest pending ask
-  priority in the subtree), then the lower fair share, then the larger pending, then the name.
+- Parents always sort their children **fair**: priority first (each child's
+  ``current_priority``: the highest pending ask priority in its subtree with the child's
+  ``priority.offset`` or fence applied), then the lower fair share, then the larger pending, then
+  the name.
 - Leaves sort applications **fifo** (default: priority, then submission time) or **fair**
   (priority, then the lower usage share).
+- ``application.sort.priority: disabled`` on the sorting queue puts priority second: share (or
+  submission time) first, then priority.
 
 Where YuniKorn leaves the order between equal keys to Go's random map iteration, ties go to
 the queue name or application id, so runs repeat exactly.
@@ -69,19 +73,17 @@ def _fair_max_below(queue: Queue, parent_maxes: dict[int, Mapping[str, int]]) ->
 
 
 class FairQueueSorter:
-    """Children of a parent: priority first (default), then fair share, then pending."""
+    """Children of a parent: priority first (unless the parent disables priority sorting), then
+    fair share, then pending."""
 
-    def __init__(self, priority_first: bool = True) -> None:
-        self.priority_first = priority_first
-
-    def sort(self, queues: Sequence[Queue], priorities: Mapping[str, int]) -> list[Queue]:
+    def sort(self, queues: Sequence[Queue], priorities: Mapping[str, int], priority_first: bool = True) -> list[Queue]:
         parent_maxes: dict[int, Mapping[str, int]] = {}
 
         def key(q: Queue) -> tuple[object, ...]:
             fairmax = _fair_max_below(q, parent_maxes)
             share = fair_share(q.allocated.view(), q.guaranteed.view() if q.guaranteed else None, fairmax)
             priority = -priorities.get(q.path, 0)
-            first, second = (priority, share) if self.priority_first else (share, priority)
+            first, second = (priority, share) if priority_first else (share, priority)
             return first, second, -_pending_total(q), q.name
 
         return sorted(queues, key=key)
@@ -92,22 +94,31 @@ class AppSorter(Protocol):
 
 
 class FifoAppSorter:
-    """Highest pending priority first, then the earliest submission, then the id."""
+    """Highest pending priority first, then the earliest submission, then the id (submission
+    first when the queue disables priority sorting)."""
 
     def sort(self, apps: Sequence[Application], queue: Queue) -> list[Application]:
-        return sorted(apps, key=lambda a: (-(a.max_ask_priority or 0), a.submission_time_ns, a.app_id))
+        if queue.priority_sorting:
+            return sorted(apps, key=lambda a: (-(a.max_ask_priority or 0), a.submission_time_ns, a.app_id))
+        return sorted(apps, key=lambda a: (a.submission_time_ns, -(a.max_ask_priority or 0), a.app_id))
 
 
 class FairAppSorter:
-    """Highest pending priority first, then the lowest usage share of the queue, then the id."""
+    """Highest pending priority first, then the lowest usage share of the queue, then the
+    submission time and id (share first when the queue disables priority sorting)."""
 
     def sort(self, apps: Sequence[Application], queue: Queue) -> list[Application]:
         guaranteed = queue.guaranteed.view() if queue.guaranteed else None
         fmax = fair_max(queue)
-        return sorted(
-            apps,
-            key=lambda a: (-(a.max_ask_priority or 0), fair_share(a.allocated.view(), guaranteed, fmax), a.submission_time_ns, a.app_id),
-        )
+        priority_first = queue.priority_sorting
+
+        def key(a: Application) -> tuple[object, ...]:
+            priority = -(a.max_ask_priority or 0)
+            share = fair_share(a.allocated.view(), guaranteed, fmax)
+            first, second = (priority, share) if priority_first else (share, priority)
+            return first, second, a.submission_time_ns, a.app_id
+
+        return sorted(apps, key=key)
 
 
 _FIFO = FifoAppSorter()

@@ -6,8 +6,9 @@ Per partition, under its lock:
 1. reserved asks: each reservation's ask is tried on its node, then (for normal reservations)
    on any other unreserved node; stale reservations are dropped;
 2. regular allocation: a depth-first walk from root through the queues with pending asks.
-   Parents sort those children fairly, leaves sort their applications with asks (fifo or
-   fair), applications walk their asks by priority then age. An ask must fit the user headroom and the queue headroom; a required-node ask
+   Parents sort those children fairly (by YuniKorn's currentPriority: offsets and fences
+   applied), leaves sort their applications with asks (fifo or fair; priority second where
+   ``application.sort.priority`` is disabled), applications walk their asks by priority then age. An ask must fit the user headroom and the queue headroom; a required-node ask
    only tries its node and otherwise reserves it at once; any other ask takes the first node
    in the node order that fits and that the RM's predicates accept. An ask that fits no node
    and is older than the reservation delay reserves the node it fits best.
@@ -100,9 +101,9 @@ class SchedulingCycle:
             c for c in queue.children.values()
             if c.state is not ObjectState.STOPPED and c.pending.strictly_greater_than_zero()
         ]
-        # Each child's subtree priority is kept by the queues as asks change (pending_priority).
-        priorities = {c.path: c.pending_priority for c in children}
-        for child in self._queue_sorter.sort(children, priorities):
+        # Each child's priority (offset and fence applied) is kept by the queues as asks change.
+        priorities = {c.path: c.current_priority for c in children}
+        for child in self._queue_sorter.sort(children, priorities, queue.priority_sorting):
             decision = self._walk(partition, child)
             if decision is not None:
                 return decision
