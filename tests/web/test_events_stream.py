@@ -5,6 +5,9 @@ client address, disconnects and the slow-consumer cut. Every wait has a deadline
 from __future__ import annotations
 
 import json
+import random
+import socket
+import struct
 import threading
 import time
 from collections.abc import Callable
@@ -327,3 +330,58 @@ def test_live_streams_are_written_by_the_fanout_and_all_get_every_event(
     after = server.wait_for(lambda st: st["attached_streams"] == before["attached_streams"], timeout=10.0)
     assert after["attached_streams"] == before["attached_streams"]
     assert after["slow_closed"] == before["slow_closed"]
+
+
+def test_stream_churn_leaves_nothing_behind(server: Server) -> None:
+    """Clients connect, replay, read live events, stall, close or reset (RST) while events keep
+    coming, on several threads for a few seconds: afterwards every slot, subscription and
+    fan-out stream is gone (the session's teardown checks the log is free of errors)."""
+    before = server.state()
+    deadline = time.monotonic() + 4.0
+    failures: list[str] = []
+    opened = [0]
+
+    def client(seed: int) -> None:
+        rnd = random.Random(seed)
+        while time.monotonic() < deadline:
+            query = rnd.choice(["", "count=20", "count=300"])
+            try:
+                sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+                sock.sendall(f"GET /ws/v1/events/stream?{query} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                opened[0] += 1
+                mode = rnd.choice(["read", "stall", "reset"])
+                until = time.monotonic() + rnd.uniform(0.05, 0.6)
+                sock.settimeout(0.05)
+                while time.monotonic() < until:
+                    if mode == "stall":
+                        time.sleep(0.05)
+                        continue
+                    try:
+                        if not sock.recv(65536):
+                            break
+                    except TimeoutError:
+                        pass
+                if mode == "reset":
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.close()
+            except OSError as exc:
+                failures.append(repr(exc))
+
+    threads = [threading.Thread(target=client, args=(seed,)) for seed in range(6)]
+    for thread in threads:
+        thread.start()
+    while any(t.is_alive() for t in threads):
+        server.add_events(200)
+        time.sleep(0.05)
+    for thread in threads:
+        thread.join(10)
+    assert not failures, failures[:3]
+    assert opened[0] >= 20
+    after = server.wait_for(
+        lambda s: (s["streams"], s["subscribers"], s["attached_streams"])
+        == (before["streams"], before["subscribers"], before["attached_streams"]),
+        timeout=10.0,
+    )
+    assert (after["streams"], after["subscribers"], after["attached_streams"]) == (
+        before["streams"], before["subscribers"], before["attached_streams"],
+    )
