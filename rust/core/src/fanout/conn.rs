@@ -1,8 +1,8 @@
 //! The hub's side of one stream: its socket, the unwritten end of its chunk, and one turn of
 //! sending.
 
-use super::socket::send;
-use super::window::{Slice, Window};
+use super::chunk::Chunk;
+use super::window::Window;
 use super::{HubStream, StreamOutcome};
 use crate::pipeline::{unregister, Shared, CLOSED_OVERWRITTEN, CLOSED_STOPPED};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -19,9 +19,8 @@ const CHUNKS_PER_TURN: usize = 4;
 pub(super) struct Conn {
     pub(super) stream: Arc<HubStream>,
     pub(super) fd: OwnedFd,
-    /// The unwritten end of the current chunk, from `pending_off`.
-    pending: Vec<u8>,
-    pending_off: usize,
+    /// The unwritten end of the current chunk.
+    chunk: Chunk,
     /// When the current chunk must be written by.
     deadline: Option<Instant>,
     /// Still behind the head after its last turn (not for a full socket): it is served
@@ -47,11 +46,11 @@ enum Step {
 
 impl Conn {
     pub(super) fn new(stream: Arc<HubStream>, fd: OwnedFd) -> Conn {
-        Conn { stream, fd, pending: Vec::new(), pending_off: 0, deadline: None, behind: false }
+        Conn { stream, fd, chunk: Chunk::default(), deadline: None, behind: false }
     }
 
     pub(super) fn has_pending(&self) -> bool {
-        self.pending_off < self.pending.len()
+        !self.chunk.is_done()
     }
 
     pub(super) fn cursor(&self) -> u64 {
@@ -77,9 +76,8 @@ impl Conn {
     /// Finishes the current chunk, then sends the next one when `may_send`.
     fn step(&mut self, shared: &Shared, head: u64, may_send: bool, window: &Window, now: Instant) -> Step {
         if self.has_pending() {
-            match send(self.fd.as_raw_fd(), &[&self.pending[self.pending_off..]]) {
-                Err(()) => return Step::Ended(StreamOutcome::WriteFailed),
-                Ok(n) => self.pending_off += n,
+            if self.chunk.write_to(self.fd.as_raw_fd()).is_err() {
+                return Step::Ended(StreamOutcome::WriteFailed);
             }
             if self.has_pending() {
                 return match self.deadline {
@@ -88,8 +86,6 @@ impl Conn {
                 };
             }
         }
-        self.pending.clear();
-        self.pending_off = 0;
         self.deadline = None;
         // At a chunk boundary: the stream may end here.
         if self.stream.control.lock().release {
@@ -110,7 +106,7 @@ impl Conn {
             let stream = Arc::clone(&self.stream);
             let _reading = stream.sub.reading.lock();
             match window.slices(cursor) {
-                Some((slices, n)) => self.send_shared(shared, cursor, &slices, n),
+                Some((slices, n)) => self.send(shared, cursor, Chunk::of_slices(&slices), n),
                 None => match self.send_own(shared, cursor) {
                     Some(sent) => sent,
                     None => return Step::Ended(StreamOutcome::Closed(CLOSED_OVERWRITTEN)),
@@ -133,31 +129,15 @@ impl Conn {
         self.stream.written.fetch_add(n, Ordering::Relaxed);
     }
 
-    fn send_shared(&mut self, shared: &Shared, cursor: u64, slices: &[Slice], n: u64) -> Sent {
-        let size: usize = slices.iter().map(|(_, from, to)| to - from).sum();
-        let header = format!("{size:X}\r\n");
-        let mut parts: Vec<&[u8]> = Vec::with_capacity(slices.len() + 2);
-        parts.push(header.as_bytes());
-        parts.extend(slices.iter().map(|(block, from, to)| &block.bytes[*from..*to]));
-        parts.push(b"\r\n");
+    /// Hands the chunk of the `n` events from `cursor` to the socket (what it does not take
+    /// now stays for the next turn).
+    fn send(&mut self, shared: &Shared, cursor: u64, chunk: Chunk, n: u64) -> Sent {
         self.advance(shared, cursor, n);
-        let total = header.len() + size + 2;
-        match send(self.fd.as_raw_fd(), &parts) {
+        self.chunk = chunk;
+        match self.chunk.write_to(self.fd.as_raw_fd()) {
             Err(()) => Sent::Failed,
-            Ok(written) if written == total => Sent::All,
-            Ok(written) => {
-                // Keep the rest: the blocks may be gone by the retry.
-                let mut skip = written;
-                for part in parts {
-                    if skip >= part.len() {
-                        skip -= part.len();
-                    } else {
-                        self.pending.extend_from_slice(&part[skip..]);
-                        skip = 0;
-                    }
-                }
-                Sent::Partly
-            }
+            Ok(()) if self.chunk.is_done() => Sent::All,
+            Ok(()) => Sent::Partly,
         }
     }
 
@@ -177,22 +157,6 @@ impl Conn {
         let info = store.write_ndjson(&mut body, cursor, OWN_CHUNK_EVENTS);
         drop(store);
         let (_, n) = info.written.expect("cursor is held");
-        self.pending.clear();
-        self.pending.extend_from_slice(format!("{:X}\r\n", body.len()).as_bytes());
-        self.pending.extend_from_slice(&body);
-        self.pending.extend_from_slice(b"\r\n");
-        self.pending_off = 0;
-        self.advance(shared, cursor, n as u64);
-        Some(match send(self.fd.as_raw_fd(), &[&self.pending]) {
-            Err(()) => Sent::Failed,
-            Ok(written) => {
-                self.pending_off = written;
-                if self.has_pending() {
-                    Sent::Partly
-                } else {
-                    Sent::All
-                }
-            }
-        })
+        Some(self.send(shared, cursor, Chunk::of_bytes(body), n as u64))
     }
 }

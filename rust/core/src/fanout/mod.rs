@@ -26,6 +26,7 @@
 //! after it. The hub thread exists only while streams are attached.
 
 
+mod chunk;
 mod conn;
 mod socket;
 #[cfg(test)]

@@ -20,6 +20,13 @@ pub(super) struct Block {
 }
 
 impl Block {
+    /// A block of ready NDJSON lines starting at event `first` (tests).
+    #[cfg(test)]
+    pub(super) fn for_test(first: u64, bytes: Vec<u8>) -> Block {
+        let ends = bytes.iter().enumerate().filter(|(_, b)| **b == b'\n').map(|(i, _)| i + 1).collect();
+        Block { first, bytes, ends }
+    }
+
     fn end(&self) -> u64 {
         self.first + self.ends.len() as u64
     }
