@@ -3,10 +3,13 @@
 Event-system fixtures (used by test_native_event_store.py, test_event_system.py and
 test_event_concurrency.py): factories that stop every store / system they made, so no
 consumer thread or publisher outlives its test.
+
+``loopback_pair``: both ends of a TCP connection on 127.0.0.1 (stream fan-out tests).
 """
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -50,3 +53,15 @@ def event_system_factory() -> Iterator[Callable[..., EventSystem]]:
 def event_system(event_system_factory: Callable[..., EventSystem]) -> EventSystem:
     """An EventSystem with default settings."""
     return event_system_factory()
+
+
+@pytest.fixture
+def loopback_pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    """(server side, client side) of a TCP connection on 127.0.0.1, both closed at teardown."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    client = socket.create_connection(listener.getsockname(), timeout=10)
+    server, _ = listener.accept()
+    listener.close()
+    yield server, client
+    server.close()
+    client.close()

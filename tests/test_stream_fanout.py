@@ -8,7 +8,6 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -23,16 +22,6 @@ def add(store: EventStore, n: int, first: int = 1) -> None:
     assert store.flush(10.0)
 
 
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    """(server side, client side) of a loopback TCP connection."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    client = socket.create_connection(listener.getsockname(), timeout=10)
-    server, _ = listener.accept()
-    listener.close()
-    yield server, client
-    server.close()
-    client.close()
 
 
 def read_chunked_lines(sock: socket.socket, n: int, timeout: float = 10.0) -> list[dict]:
@@ -57,8 +46,10 @@ def read_chunked_lines(sock: socket.socket, n: int, timeout: float = 10.0) -> li
     return lines
 
 
-def test_an_attached_stream_gets_live_events_as_chunks_and_is_released(pair: tuple[socket.socket, socket.socket]) -> None:
-    server, client = pair
+def test_an_attached_stream_gets_live_events_as_chunks_and_is_released(
+    loopback_pair: tuple[socket.socket, socket.socket],
+) -> None:
+    server, client = loopback_pair
     store = EventStore(10_000, 10_000)
     sub = store.subscribe_recent(0)
     ticket = store.attach_stream(sub, server.fileno(), 5.0)
@@ -75,8 +66,8 @@ def test_an_attached_stream_gets_live_events_as_chunks_and_is_released(pair: tup
     assert store.stats()["attached_streams"] == 0
 
 
-def test_the_wait_releases_the_gil(pair: tuple[socket.socket, socket.socket]) -> None:
-    server, _ = pair
+def test_the_wait_releases_the_gil(loopback_pair: tuple[socket.socket, socket.socket]) -> None:
+    server, _ = loopback_pair
     store = EventStore(1_000, 1_000)
     sub = store.subscribe_recent(0)  # dropping the subscription would close the stream
     ticket = store.attach_stream(sub, server.fileno(), 5.0)
@@ -97,8 +88,8 @@ def test_the_wait_releases_the_gil(pair: tuple[socket.socket, socket.socket]) ->
     ticket.release()
 
 
-def test_a_cut_subscription_ends_with_its_reason(pair: tuple[socket.socket, socket.socket]) -> None:
-    server, _client = pair  # the client never reads
+def test_a_cut_subscription_ends_with_its_reason(loopback_pair: tuple[socket.socket, socket.socket]) -> None:
+    server, _client = loopback_pair  # the client never reads
     store = EventStore(500_000, 500_000)
     sub = store.subscribe_recent(0, 2000)
     ticket = store.attach_stream(sub, server.fileno(), 30.0)
@@ -113,8 +104,8 @@ def test_a_cut_subscription_ends_with_its_reason(pair: tuple[socket.socket, sock
     assert sub.closed_reason == ticket.closed_reason
 
 
-def test_a_stop_delivers_the_stored_events_then_closes(pair: tuple[socket.socket, socket.socket]) -> None:
-    server, client = pair
+def test_a_stop_delivers_the_stored_events_then_closes(loopback_pair: tuple[socket.socket, socket.socket]) -> None:
+    server, client = loopback_pair
     store = EventStore(100_000, 100_000)
     sub = store.subscribe_recent(0, 100_000)
     ticket = store.attach_stream(sub, server.fileno(), 5.0)
@@ -129,8 +120,8 @@ def test_a_stop_delivers_the_stored_events_then_closes(pair: tuple[socket.socket
         store.attach_stream(spare, server.fileno(), 5.0)
 
 
-def test_bad_attaches_are_refused(pair: tuple[socket.socket, socket.socket]) -> None:
-    server, _ = pair
+def test_bad_attaches_are_refused(loopback_pair: tuple[socket.socket, socket.socket]) -> None:
+    server, _ = loopback_pair
     store = EventStore(1_000, 1_000)
     sub = store.subscribe_recent(0)
     with pytest.raises(ValueError, match="socket file descriptor"):

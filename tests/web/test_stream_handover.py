@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import socket
 import threading
-from collections.abc import Iterator
 
 import pytest
 
@@ -16,21 +15,12 @@ from pyscheduler._native import EventStore, StreamTicket, Subscription
 from pyscheduler_web.streams import CLOSED_BY_PRODUCER, stream_body
 
 
-@pytest.fixture
-def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
-    listener = socket.create_server(("127.0.0.1", 0))
-    client = socket.create_connection(listener.getsockname(), timeout=10)
-    server, _ = listener.accept()
-    listener.close()
-    yield server, client
-    server.close()
-    client.close()
 
 
 def test_a_stop_between_history_and_hand_over_ends_with_the_closing_line(
-    pair: tuple[socket.socket, socket.socket],
+    loopback_pair: tuple[socket.socket, socket.socket],
 ) -> None:
-    server, _ = pair
+    server, _ = loopback_pair
     store = EventStore(1_000, 1_000)
     subscription = store.subscribe_recent(0)
     released: list[bool] = []
