@@ -87,11 +87,11 @@ class Subscription:
     def next(self, max_events: int = 1000, timeout: float = 1.0) -> bytes | None:
         """Events as NDJSON; b"" when none came in time; None once closed."""
     def pump(
-        self, fd: int, max_events: int = 1000, timeout: float = 0.1, write_timeout: float = 5.0,
-        restore_nonblocking: bool = False, linger: float = 0.05,
+        self, fd: int, max_events: int = 1000, timeout: float = 0.0, write_timeout: float = 5.0,
+        restore_nonblocking: bool = False,
     ) -> tuple[str, int]:
-        """Writes events to a socket as HTTP/1.1 chunks with the GIL released: ("idle" |
-        "closed" | "write_failed", events written)."""
+        """Writes what is stored (and what comes within ``timeout``) to a socket as HTTP/1.1
+        chunks with the GIL released: ("idle" | "closed" | "write_failed", events written)."""
     @property
     def next_id(self) -> int: ...
     @property

@@ -328,7 +328,7 @@ def _fanned(
     framing stays one chunk sequence."""
     fd = sock.fileno()
     restore = sock.gettimeout() != None  # noqa: E711 - a timeout means a non-blocking fd
-    status, _ = subscription.pump(fd, CHUNK_EVENTS, 0.0, WRITE_TIMEOUT, restore, 0.0)
+    status, _ = subscription.pump(fd, CHUNK_EVENTS, 0.0, WRITE_TIMEOUT, restore)
     if status == "closed":
         yield from end(subscription.closed_reason or "")
         return

@@ -316,16 +316,15 @@ impl Subscription {
         })
     }
 
-    /// Writes events straight to a connected socket as HTTP/1.1 chunks, with the GIL released
-    /// for as long as events keep coming: a stream then costs the interpreter nothing per
-    /// chunk. Returns ``(status, events_written)``: "idle" when nothing came within
-    /// ``timeout`` (the caller checks for shutdown or a gone client, then pumps again),
-    /// "closed" when the subscription closed (see ``closed_reason``), "write_failed" when a
-    /// write failed or stayed stuck for ``write_timeout`` seconds. The socket is switched to
-    /// blocking mode with a send timeout while pumping and left non-blocking again when
-    /// ``restore_nonblocking``; it is never closed here.
-    #[pyo3(signature = (fd, max_events = 1000, timeout = 0.1, write_timeout = 5.0, restore_nonblocking = false, linger = 0.05))]
-    #[allow(clippy::too_many_arguments)]
+    /// Writes events straight to a connected socket as HTTP/1.1 chunks (up to `max_events`
+    /// each), with the GIL released: what a stream sends before the fan-out thread takes it over
+    /// (its history). Returns ``(status, events_written)``: "idle" when nothing more came within
+    /// ``timeout`` (0: once everything stored is written), "closed" when the subscription closed
+    /// (see ``closed_reason``), "write_failed" when a write failed or one chunk was not written
+    /// within ``write_timeout`` seconds. The socket is switched to blocking mode with a send
+    /// timeout while pumping and left non-blocking again when ``restore_nonblocking``; it is
+    /// never closed here.
+    #[pyo3(signature = (fd, max_events = 1000, timeout = 0.0, write_timeout = 5.0, restore_nonblocking = false))]
     fn pump(
         &self,
         py: Python<'_>,
@@ -334,11 +333,9 @@ impl Subscription {
         timeout: f64,
         write_timeout: f64,
         restore_nonblocking: bool,
-        linger: f64,
     ) -> PyResult<(&'static str, u64)> {
         use std::os::fd::FromRawFd;
         let timeout = duration(timeout)?;
-        let linger = duration(linger)?;
         let write_timeout = duration(write_timeout)?;
         if fd < 0 {
             return Err(PyValueError::new_err("pump needs a socket file descriptor"));
@@ -355,28 +352,7 @@ impl Subscription {
             let mut frame = Vec::new();
             let status = loop {
                 match self.inner.next(max_events, timeout) {
-                    SubscriptionStatus::Events(mut bytes, mut n) => {
-                        // Gather what arrives within `linger` into one chunk: a hundred streams
-                        // woken for every consumer batch would spend the machine on wake-ups.
-                        let until = std::time::Instant::now() + linger;
-                        let mut closed = false;
-                        while bytes.len() < PUMP_CHUNK_BYTES {
-                            let left = until.saturating_duration_since(std::time::Instant::now());
-                            if left.is_zero() {
-                                break;
-                            }
-                            match self.inner.next(max_events, left) {
-                                SubscriptionStatus::Events(more, m) => {
-                                    bytes.extend_from_slice(&more);
-                                    n += m;
-                                }
-                                SubscriptionStatus::Timeout => break,
-                                SubscriptionStatus::Closed(_) => {
-                                    closed = true;
-                                    break;
-                                }
-                            }
-                        }
+                    SubscriptionStatus::Events(bytes, n) => {
                         frame.clear();
                         frame.extend_from_slice(format!("{:X}\r\n", bytes.len()).as_bytes());
                         frame.extend_from_slice(&bytes);
@@ -385,9 +361,6 @@ impl Subscription {
                             break "write_failed";
                         }
                         written += n as u64;
-                        if closed {
-                            break "closed";
-                        }
                     }
                     SubscriptionStatus::Timeout => break "idle",
                     SubscriptionStatus::Closed(_) => break "closed",
@@ -485,9 +458,6 @@ fn write_by(socket: &mut &std::net::TcpStream, data: &[u8], limit: Duration) -> 
     }
     true
 }
-
-/// A pumped chunk is written once it holds this much, lingering or not.
-const PUMP_CHUNK_BYTES: usize = 1 << 20;
 
 /// Largest scratch buffer a thread keeps between calls.
 const SCRATCH_KEEP_BYTES: usize = 64 << 20;
