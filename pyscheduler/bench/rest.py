@@ -468,8 +468,10 @@ class ChunkedLines:
         self.finished = False
         self.tail = b""
 
-    def feed(self, data: bytes) -> None:
-        pos, size = 0, len(data)
+    def feed(self, data: bytes | bytearray, size: int | None = None) -> None:
+        """Decodes ``data[:size]`` (all of it by default): a reused receive buffer can be fed
+        without copying what was read into a new ``bytes``."""
+        pos, size = 0, len(data) if size is None else size
         while pos < size and not self.finished:
             if self.remaining:
                 end = min(size, pos + self.remaining)
@@ -567,6 +569,8 @@ class StreamFleet:
 
     def _read(self) -> None:
         selector = selectors.DefaultSelector()
+        # One receive buffer for every stream: no fresh multi-100 KB bytes object per read.
+        buffer = bytearray(1 << 20)
         cpu = time.thread_time()
         try:
             for sock, decoder in self.streams:
@@ -576,14 +580,14 @@ class StreamFleet:
                 for key, _ in selector.select(0.1):
                     sock = key.fileobj
                     try:
-                        data = sock.recv(1 << 18)  # type: ignore[union-attr]
+                        size = sock.recv_into(buffer)  # type: ignore[union-attr]
                     except (BlockingIOError, InterruptedError):
                         continue
                     except OSError:
-                        data = b""
-                    if data:
-                        key.data.feed(data)
-                    if not data or key.data.finished:
+                        size = 0
+                    if size:
+                        key.data.feed(buffer, size)
+                    if not size or key.data.finished:
                         selector.unregister(sock)
                         self.eof += 1
         except Exception as exc:  # reported with the results
