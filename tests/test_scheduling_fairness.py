@@ -195,3 +195,38 @@ def test_fifo_apps_with_equal_submission_time_go_by_id(clusters) -> None:
     assert c.schedule() == 1
     assert list(c.placements()) == ["m-1"]
     assert c.app("app-m").state is AppState.RUNNING and c.app("app-z").state is AppState.ACCEPTED
+
+
+def test_fair_apps_compare_usage_shares_from_the_largest_down(clusters) -> None:
+    """A fair leaf orders its applications by YuniKorn's CompUsageRatio against the queue's
+    guarantee: equal largest shares (memory 0.5 each) are decided by the next share (vcore
+    0.1 against 0.4), not by submission time."""
+    c = clusters(config("""\
+          - name: f
+            properties: {application.sort.policy: fair}
+            resources: {guaranteed: {memory: 100, vcore: 10}}
+"""))
+    c.add_nodes(2)
+    c.add_app("busy", "root.f")  # submitted first: it would win a tie
+    c.advance(1)
+    c.add_app("light", "root.f")
+    c.ask("b1", "busy", memory=50, vcore=4)
+    c.ask("l1", "light", memory=50, vcore=1)
+    assert c.schedule() == 2
+    c.ask("b2", "busy")
+    c.ask("l2", "light")
+    [decision] = c.once()
+    assert decision.app.app_id == "light"
+    c.assert_healthy()
+
+
+def test_usage_shares_without_a_guarantee_are_the_usage_itself() -> None:
+    from pyscheduler.policies.sorting import usage_shares
+
+    assert usage_shares({"memory": 50, "vcore": 4}, {"memory": 100, "vcore": 10}) == (0.5, 0.4)
+    # No guarantee (or none for a type): the share is the quantity, as in YuniKorn's getShares.
+    assert usage_shares({"memory": 20, "vcore": 3}, None) == (20.0, 3.0)
+    assert usage_shares({"memory": 20, "gpu": 1}, {"memory": 40}) == (1.0, 0.5)
+    assert usage_shares({"memory": 0, "vcore": 2}, {"vcore": 4}) == (0.5,)
+    # Ordered as CompUsageRatio orders: more usage in a further type ranks higher.
+    assert usage_shares({"memory": 50}, {"memory": 100}) < usage_shares({"memory": 50, "vcore": 1}, {"memory": 100, "vcore": 10})

@@ -5,7 +5,8 @@
   ``priority.offset`` or fence applied), then the lower fair share, then the larger pending, then
   the name.
 - Leaves sort applications **fifo** (default: priority, then submission time) or **fair**
-  (priority, then the lower usage share).
+  (priority, then YuniKorn's ``CompUsageRatio`` of the allocations against the queue's
+  guarantee: the share vectors compared from the largest share down).
 - ``application.sort.priority: disabled`` on the sorting queue puts priority second: share (or
   submission time) first, then priority.
 
@@ -24,7 +25,16 @@ if TYPE_CHECKING:
     from pyscheduler.objects.application import Application
     from pyscheduler.objects.queue import Queue
 
-__all__ = ["AppSorter", "FairAppSorter", "FairQueueSorter", "FifoAppSorter", "app_sorter", "fair_share", "fair_max"]
+__all__ = [
+    "AppSorter",
+    "FairAppSorter",
+    "FairQueueSorter",
+    "FifoAppSorter",
+    "app_sorter",
+    "fair_max",
+    "fair_share",
+    "usage_shares",
+]
 
 
 def fair_max(queue: Queue) -> Resource:
@@ -103,19 +113,35 @@ class FifoAppSorter:
         return sorted(apps, key=lambda a: (a.submission_time_ns, -(a.max_ask_priority or 0), a.app_id))
 
 
+def usage_shares(allocated: Mapping[str, int], total: Mapping[str, int] | None) -> tuple[float, ...]:
+    """YuniKorn's ``getShares`` as a sort key: per allocated type the usage over ``total`` (the
+    usage itself where ``total`` has no or a zero quantity), largest first. Ordering these
+    tuples is ``CompUsageRatio``: the largest shares compared first, then the next ones; an
+    application with more types in use ranks higher when the rest is equal. Zero usage adds
+    nothing (YuniKorn's zero shares never decide), and usage is never negative here."""
+    shares = []
+    for name, used in allocated.items():
+        if used == 0:
+            continue
+        denominator = total.get(name, 0) if total is not None else 0
+        shares.append(used / denominator if denominator else float(used))
+    shares.sort(reverse=True)
+    return tuple(shares)
+
+
 class FairAppSorter:
-    """Highest pending priority first, then the lowest usage share of the queue, then the
-    submission time and id (share first when the queue disables priority sorting)."""
+    """Highest pending priority first, then the lowest usage against the queue's guarantee
+    (``CompUsageRatio``), then the submission time and id (usage first when the queue disables
+    priority sorting)."""
 
     def sort(self, apps: Sequence[Application], queue: Queue) -> list[Application]:
         guaranteed = queue.guaranteed.view() if queue.guaranteed else None
-        fmax = fair_max(queue)
         priority_first = queue.priority_sorting
 
         def key(a: Application) -> tuple[object, ...]:
             priority = -(a.max_ask_priority or 0)
-            share = fair_share(a.allocated.view(), guaranteed, fmax)
-            first, second = (priority, share) if priority_first else (share, priority)
+            shares = usage_shares(a.allocated.view(), guaranteed)
+            first, second = (priority, shares) if priority_first else (shares, priority)
             return first, second, a.submission_time_ns, a.app_id
 
         return sorted(apps, key=key)
