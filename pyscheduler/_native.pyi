@@ -91,7 +91,8 @@ class Subscription:
         restore_nonblocking: bool = False,
     ) -> tuple[str, int]:
         """Writes what is stored (and what comes within ``timeout``) to a socket as HTTP/1.1
-        chunks with the GIL released: ("idle" | "closed" | "write_failed", events written)."""
+        chunks with the GIL released: ("idle" | "closed" | "write_failed" | "write_timeout",
+        events written)."""
     @property
     def next_id(self) -> int: ...
     @property

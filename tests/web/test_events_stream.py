@@ -385,3 +385,28 @@ def test_stream_churn_leaves_nothing_behind(server: Server) -> None:
     assert (after["streams"], after["subscribers"], after["attached_streams"]) == (
         before["streams"], before["subscribers"], before["attached_streams"],
     )
+
+
+def _write_timeouts(server: Server) -> float:
+    for line in server.get("/ws/v1/metrics").text.splitlines():
+        if line.startswith("pyscheduler_web_event_streams_write_timeouts_total "):
+            return float(line.split()[1])
+    raise AssertionError("no write timeout counter")
+
+
+def test_a_client_gone_during_the_history_is_not_a_write_timeout(server: Server) -> None:
+    """A client that resets the connection while its history is being written ends the stream
+    at once; only a client that stops reading counts as a write timeout."""
+    server.add_events(30_000)
+    before, timeouts = server.state(), _write_timeouts(server)
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    sock.sendall(f"GET /ws/v1/events/stream?count=30000 HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
+    assert sock.recv(4096).startswith(b"HTTP/1.1 200")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()  # RST
+    started = time.monotonic()
+    after = server.wait_for(lambda s: s["streams"] == before["streams"], timeout=10.0)
+    assert after["streams"] == before["streams"]
+    assert time.monotonic() - started < 4.0, "ended by the write deadline, not by the failed write"
+    assert _write_timeouts(server) == timeouts

@@ -332,8 +332,8 @@ def _fanned(
     if status == "closed":
         yield from end(subscription.closed_reason or "")
         return
-    if status == "write_failed":
-        if deadlines is not None:
+    if status in ("write_failed", "write_timeout"):
+        if status == "write_timeout" and deadlines is not None:
             deadlines.count_expired()
         return
     try:

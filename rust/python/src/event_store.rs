@@ -320,7 +320,8 @@ impl Subscription {
     /// each), with the GIL released: what a stream sends before the fan-out thread takes it over
     /// (its history). Returns ``(status, events_written)``: "idle" when nothing more came within
     /// ``timeout`` (0: once everything stored is written), "closed" when the subscription closed
-    /// (see ``closed_reason``), "write_failed" when a write failed or one chunk was not written
+    /// (see ``closed_reason``), "write_failed" when a write failed (the client is gone),
+    /// "write_timeout" when one chunk was not written
     /// within ``write_timeout`` seconds. The socket is switched to blocking mode with a send
     /// timeout while pumping and left non-blocking again when ``restore_nonblocking``; it is
     /// never closed here.
@@ -357,8 +358,10 @@ impl Subscription {
                         frame.extend_from_slice(format!("{:X}\r\n", bytes.len()).as_bytes());
                         frame.extend_from_slice(&bytes);
                         frame.extend_from_slice(b"\r\n");
-                        if !write_by(&mut socket, &frame, write_timeout) {
-                            break "write_failed";
+                        match write_by(&mut socket, &frame, write_timeout) {
+                            Ok(()) => {}
+                            Err(WriteError::Failed) => break "write_failed",
+                            Err(WriteError::TimedOut) => break "write_timeout",
                         }
                         written += n as u64;
                     }
@@ -440,23 +443,36 @@ impl StreamTicket {
 
 /// Writes all of `data` within `limit` (one deadline for the whole chunk: a socket send timeout
 /// alone restarts with every partial write, so a trickling client could hold a stream forever).
-fn write_by(socket: &mut &std::net::TcpStream, data: &[u8], limit: Duration) -> bool {
-    use std::io::Write;
+fn write_by(socket: &mut &std::net::TcpStream, data: &[u8], limit: Duration) -> Result<(), WriteError> {
+    use std::io::{ErrorKind, Write};
     let deadline = std::time::Instant::now() + limit;
     let mut off = 0;
     while off < data.len() {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() || socket.set_write_timeout(Some(left)).is_err() {
-            return false;
+        if left.is_zero() {
+            return Err(WriteError::TimedOut);
+        }
+        if socket.set_write_timeout(Some(left)).is_err() {
+            return Err(WriteError::Failed);
         }
         match socket.write(&data[off..]) {
-            Ok(0) => return false,
+            Ok(0) => return Err(WriteError::Failed),
             Ok(n) => off += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            // A send timeout shows as EAGAIN: the deadline check above decides.
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
+            Err(_) => return Err(WriteError::Failed),
         }
     }
-    true
+    Ok(())
+}
+
+/// Why a chunk was not written.
+enum WriteError {
+    /// The socket failed: the client is gone.
+    Failed,
+    /// The client did not take it within the write deadline.
+    TimedOut,
 }
 
 /// Largest scratch buffer a thread keeps between calls.
