@@ -13,6 +13,8 @@ from typing import Any
 from pyscheduler.events.types import EventChangeDetail as D
 from pyscheduler.events.types import EventChangeType as C
 from pyscheduler.events.types import EventRecordType as T
+from pyscheduler.common.resources import Resource
+from pyscheduler.rmproxy import messages as si
 
 RM_ID = "rm:123"
 CONFIG = """
@@ -95,3 +97,45 @@ class Oracle:
         assert len(out) == n, f"stream delivered {len(out)} of {n}"
         assert all("InstanceUUID" not in line for line in out)
         return out
+
+
+def drive_first_steps(proxy: Any, rm: Any, oracle: Oracle) -> None:
+    """Steps 1 to 3 (register, a node, an application) through the RM interface, each checked
+    in the batch body and in the stream; the two RM-driven oracle tests share them."""
+    # 1. register: the two configured queues.
+    step1 = STEPS["register"]
+    batch = oracle.batch()
+    assert tuples(batch) == step1
+    assert tuples(oracle.stream_lines(2)) == step1
+
+    # 2. a node: schedulable, root's max follows the capacity, node added.
+    capacity = Resource({"memory": 100_000_000, "vcore": 20_000})
+    proxy.update_node(si.NodeRequest(nodes=(si.NodeInfo(node_id="node-1:1234", action=si.NodeAction.CREATE,
+                                                        schedulable_resource=capacity),), rm_id=RM_ID))
+    rm.wait_for_accepted_node("node-1:1234")
+    step2 = STEPS["node"]
+    batch = oracle.batch()
+    assert len(batch) == 5
+    assert tuples(batch[2:]) == step2
+    assert batch[3]["resource"] == {"resources": {"memory": {"value": 100_000_000}, "vcore": {"value": 20_000}}}
+    assert tuples(oracle.stream_lines(3)) == step2
+
+    # 3. an application in root.singleleaf.
+    proxy.update_application(si.ApplicationRequest(new=(si.AddApplicationRequest(
+        application_id="app-1", queue_name="root.singleleaf", partition_name="default",
+        ugi=si.UserGroupInformation(user="testuser", groups=("testgroup",))),), rm_id=RM_ID))
+    rm.wait_for_accepted_app("app-1")
+    step3 = STEPS["app"]
+    batch = oracle.batch()
+    assert len(batch) == 7
+    assert tuples(batch[5:]) == step3
+    assert tuples(oracle.stream_lines(2)) == step3
+
+
+def submit_ask(proxy: Any) -> Resource:
+    """Step 4's ask: alloc-1 of app-1, memory 10,000,000 and vcore 1,000 (returned)."""
+    ask = Resource({"memory": 10_000_000, "vcore": 1000})
+    proxy.update_allocation(si.AllocationRequest(allocations=(si.Allocation(
+        allocation_key="alloc-1", application_id="app-1", partition_name="default", resource_per_alloc=ask),),
+        rm_id=RM_ID))
+    return ask

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import pytest
 
-from pyscheduler.common.resources import Resource
 from pyscheduler.rmproxy import messages as si
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.rmproxy.recording import RecordingRM
 
-from event_oracle import CONFIG, RM_ID, STEPS, Oracle, tuples
+from event_oracle import CONFIG, RM_ID, STEPS, Oracle, drive_first_steps, submit_ask, tuples
 
 @pytest.fixture
 def world():
@@ -32,40 +31,10 @@ def test_application_history_tracking(world) -> None:
     proxy, rm = world
     oracle = Oracle(proxy)
 
-    # 1. register: the two configured queues.
-    step1 = STEPS["register"]
-    batch = oracle.batch()
-    assert tuples(batch) == step1
-    assert tuples(oracle.stream_lines(2)) == step1
-
-    # 2. a node: schedulable, root's max follows the capacity, node added.
-    capacity = Resource({"memory": 100_000_000, "vcore": 20_000})
-    proxy.update_node(si.NodeRequest(nodes=(si.NodeInfo(node_id="node-1:1234", action=si.NodeAction.CREATE,
-                                                        schedulable_resource=capacity),), rm_id=RM_ID))
-    rm.wait_for_accepted_node("node-1:1234")
-    step2 = STEPS["node"]
-    batch = oracle.batch()
-    assert len(batch) == 5
-    assert tuples(batch[2:]) == step2
-    assert batch[3]["resource"] == {"resources": {"memory": {"value": 100_000_000}, "vcore": {"value": 20_000}}}
-    assert tuples(oracle.stream_lines(3)) == step2
-
-    # 3. an application in root.singleleaf.
-    proxy.update_application(si.ApplicationRequest(new=(si.AddApplicationRequest(
-        application_id="app-1", queue_name="root.singleleaf", partition_name="default",
-        ugi=si.UserGroupInformation(user="testuser", groups=("testgroup",))),), rm_id=RM_ID))
-    rm.wait_for_accepted_app("app-1")
-    step3 = STEPS["app"]
-    batch = oracle.batch()
-    assert len(batch) == 7
-    assert tuples(batch[5:]) == step3
-    assert tuples(oracle.stream_lines(2)) == step3
+    drive_first_steps(proxy, rm, oracle)
 
     # 4. an ask, then its allocation on the node.
-    ask = Resource({"memory": 10_000_000, "vcore": 1000})
-    proxy.update_allocation(si.AllocationRequest(allocations=(si.Allocation(
-        allocation_key="alloc-1", application_id="app-1", partition_name="default", resource_per_alloc=ask),),
-        rm_id=RM_ID))
+    submit_ask(proxy)
     partition = proxy.context.partition(RM_ID, "default")
     app = partition.applications["app-1"]
     proxy.context.commit_allocation(partition, app, app.asks["alloc-1"], partition.nodes["node-1:1234"])

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pytest
 
-from pyscheduler.common.resources import Resource
 from pyscheduler.events.types import EventChangeDetail as D
 from pyscheduler.events.types import EventChangeType as C
 from pyscheduler.events.types import EventRecordType as T
@@ -23,7 +22,7 @@ from pyscheduler.rmproxy.recording import RecordingRM
 from pyscheduler.scheduler.health import check_health
 from pyscheduler.scheduler.loop import Scheduler
 
-from event_oracle import CONFIG, RM_ID, STEPS, Oracle, tuples
+from event_oracle import CONFIG, RM_ID, STEPS, Oracle, drive_first_steps, submit_ask, tuples
 
 @pytest.fixture
 def world():
@@ -44,40 +43,10 @@ def test_application_history_tracking_through_the_scheduling_cycle(world) -> Non
     # Nothing to schedule yet: a cycle without nodes or asks changes nothing and emits nothing.
     assert scheduler.schedule_once() == []
 
-    # 1. register: the two configured queues.
-    step1 = STEPS["register"]
-    batch = oracle.batch()
-    assert tuples(batch) == step1
-    assert tuples(oracle.stream_lines(2)) == step1
-
-    # 2. a node: schedulable, root's max follows the capacity, node added.
-    capacity = Resource({"memory": 100_000_000, "vcore": 20_000})
-    proxy.update_node(si.NodeRequest(nodes=(si.NodeInfo(node_id="node-1:1234", action=si.NodeAction.CREATE,
-                                                        schedulable_resource=capacity),), rm_id=RM_ID))
-    rm.wait_for_accepted_node("node-1:1234")
-    step2 = STEPS["node"]
-    batch = oracle.batch()
-    assert len(batch) == 5
-    assert tuples(batch[2:]) == step2
-    assert batch[3]["resource"] == {"resources": {"memory": {"value": 100_000_000}, "vcore": {"value": 20_000}}}
-    assert tuples(oracle.stream_lines(3)) == step2
-
-    # 3. an application in root.singleleaf.
-    proxy.update_application(si.ApplicationRequest(new=(si.AddApplicationRequest(
-        application_id="app-1", queue_name="root.singleleaf", partition_name="default",
-        ugi=si.UserGroupInformation(user="testuser", groups=("testgroup",))),), rm_id=RM_ID))
-    rm.wait_for_accepted_app("app-1")
-    step3 = STEPS["app"]
-    batch = oracle.batch()
-    assert len(batch) == 7
-    assert tuples(batch[5:]) == step3
-    assert tuples(oracle.stream_lines(2)) == step3
+    drive_first_steps(proxy, rm, oracle)
 
     # 4. an ask, then its allocation on the node.
-    ask = Resource({"memory": 10_000_000, "vcore": 1000})
-    proxy.update_allocation(si.AllocationRequest(allocations=(si.Allocation(
-        allocation_key="alloc-1", application_id="app-1", partition_name="default", resource_per_alloc=ask),),
-        rm_id=RM_ID))
+    ask = submit_ask(proxy)
     # The ask alone: Accepted and the request, no allocation yet.
     assert tuples(oracle.batch()[7:]) == [
         (T.APP, C.SET, D.APP_ACCEPTED, "app-1", "", ""),
