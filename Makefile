@@ -66,7 +66,7 @@ pytest: build web wheels
 test: build wheels cargo-test pytest
 
 bench: build
-	$(PY) -m pyscheduler.bench $(BENCH_ARGS)
+	$(PY) -m benchmarks $(BENCH_ARGS)
 
 clean:
 	rm -rf target dist $(VENV) pyscheduler/_native*.so

@@ -8,7 +8,7 @@ the locust command line to run only some (``locust -f loadtests/locustfile.py Ba
 - :class:`StreamReader`: opens ``/ws/v1/events/stream?count=N``, reads the body until it has
   the N history events (N is what the ring holds, at most 1000) and closes. Locust's client
   would time a streamed request at its headers, so the stream is read over a plain socket
-  (gevent-patched by locust; chunked framing decoded by ``pyscheduler.bench.rest``) and
+  (gevent-patched by locust; chunked framing decoded by ``benchmarks.rest``) and
   reported with ``events.request.fire``: the time from connecting to the LAST byte read,
   under ``/ws/v1/events/stream?count<=N [to last byte]``. A second task keeps a live stream
   (``count=0``) open for a few seconds: ``[live Ns]``, its size is the bytes it received.
@@ -34,7 +34,7 @@ from urllib.parse import urlsplit
 
 from locust import HttpUser, between, events, task
 
-from pyscheduler.bench.rest import ChunkedLines, open_stream
+from benchmarks.rest import ChunkedLines, open_stream
 
 PARTITION = "default"
 #: History events a stream reader replays (at most: a young ring holds fewer).

@@ -2,7 +2,8 @@
 
 Subcommands:
 
-- ``pyscheduler bench [FAMILY] [options]``: run benchmarks (see ``pyscheduler bench --help``).
+- ``pyscheduler bench``: says where the benchmarks are (they are not installed with the package:
+  ``make bench`` in a source checkout runs ``python -m benchmarks``); exit 2.
 - ``pyscheduler serve [--config FILE] [--bind ADDR] [--demo] [--rm MODULE:CALLABLE]``: the REST
   service (YuniKorn's ``/ws/v1`` API) under gunicorn with one scheduler in its worker; needs
   the ``pyscheduler-web`` package (``pip install 'pyscheduler[web]'``), exit 1 without it.
@@ -36,9 +37,14 @@ def _version(_: list[str]) -> int:
 
 
 def _bench(rest: list[str]) -> int:
-    from pyscheduler.bench.__main__ import main as bench_main
-
-    return bench_main(rest)
+    """The benchmarks are not part of the installed package: they live in the source
+    checkout's ``benchmarks/`` (``make bench``, or ``python -m benchmarks`` there)."""
+    print(
+        "pyscheduler bench: the benchmarks are not installed with the package; in a source "
+        "checkout run `make bench` (or `python -m benchmarks " + " ".join(rest or ["--help"]) + "`)",
+        file=sys.stderr,
+    )
+    return 2
 
 
 def _simulate(rest: list[str]) -> int:
@@ -268,7 +274,7 @@ def _read_bytes(path: str) -> bytes:
 
 
 _COMMANDS = {
-    "bench": (_bench, "run the benchmarks (events memory and throughput, scheduling; see bench --help)"),
+    "bench": (_bench, "where the benchmarks are (make bench in a source checkout)"),
     "serve": (_serve, "serve the REST API (YuniKorn's /ws/v1) with gunicorn; --demo for a busy demo cluster"),
     "simulate": (_simulate, "play a workload against the core with a simulated RM and print a summary"),
     "validate-conf": (_validate_conf, "check a queues.yaml file (- for stdin): prints 'valid' or the errors"),

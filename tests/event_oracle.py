@@ -10,11 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pyscheduler.events.types import EventChangeDetail as D
-from pyscheduler.events.types import EventChangeType as C
-from pyscheduler.events.types import EventRecordType as T
+from pyscheduler.si.events import EventChangeDetail as D
+from pyscheduler.si.events import EventChangeType as C
+from pyscheduler.si.events import EventRecordType as T
 from pyscheduler.common.resources import Resource
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 
 RM_ID = "rm:123"
 CONFIG = """

@@ -19,14 +19,14 @@ import pytest
 
 from pyscheduler.common.clock import ManualClock
 from pyscheduler.common.resources import Resource
-from pyscheduler.events.types import EventChangeDetail as D
-from pyscheduler.events.types import EventChangeType as C
-from pyscheduler.events.types import EventRecordType as T
+from pyscheduler.si.events import EventChangeDetail as D
+from pyscheduler.si.events import EventChangeType as C
+from pyscheduler.si.events import EventRecordType as T
 from pyscheduler.objects.application import Application, AppTimeouts
 from pyscheduler.objects.partition import Partition
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 from pyscheduler.rmproxy.proxy import RMProxy
-from pyscheduler.rmproxy.recording import RecordingRM
+from pyscheduler.testing.recording import RecordingRM
 from pyscheduler.scheduler.context import ClusterContext
 
 __all__ = ["C", "D", "T", "World", "world", "res", "check_invariants", "invariant_problems"]

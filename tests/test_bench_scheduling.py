@@ -8,8 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pyscheduler.bench import scheduling
-from pyscheduler.bench.__main__ import FAMILIES
+from benchmarks import scheduling
+from benchmarks.__main__ import FAMILIES
 
 
 def test_registered_as_a_family() -> None:
@@ -19,7 +19,7 @@ def test_registered_as_a_family() -> None:
 def test_quick_run_reports_every_case(tmp_path: Path) -> None:
     out = tmp_path / "sched.json"
     done = subprocess.run(
-        [sys.executable, "-m", "pyscheduler.bench", "scheduling", "--quick", "--json", str(out)],
+        [sys.executable, "-m", "benchmarks", "scheduling", "--quick", "--json", str(out)],
         capture_output=True,
         text=True,
         timeout=120,

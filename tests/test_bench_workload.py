@@ -1,4 +1,4 @@
-"""Tests of the benchmark workload model and harness (pyscheduler.bench).
+"""Tests of the benchmark workload model and harness (benchmarks).
 
 Benchmarks never fail on speed: nothing here asserts a timing. The harness logic is
 exercised against a tiny pure-Python stand-in for ``pyscheduler._native.EventStore``
@@ -23,10 +23,10 @@ from typing import Any
 
 import pytest
 
-from pyscheduler.bench import events_memory, events_throughput, workload
-from pyscheduler.bench.__main__ import FAMILIES, build_parser, parse_count
-from pyscheduler.bench.machine import format_table, machine_facts
-from pyscheduler.bench.workload import (
+from benchmarks import events_memory, events_throughput, workload
+from benchmarks.__main__ import FAMILIES, build_parser, parse_count
+from benchmarks.machine import format_table, machine_facts
+from benchmarks.workload import (
     EventArgs,
     events_per_app,
     feed_store,
@@ -429,7 +429,7 @@ def test_quick_run_against_the_native_module(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
     done = subprocess.run(
-        [sys.executable, "-m", "pyscheduler.bench", "all", "--quick", "--json", str(out)],
+        [sys.executable, "-m", "benchmarks", "all", "--quick", "--json", str(out)],
         cwd=ROOT,
         env=env,
         capture_output=True,

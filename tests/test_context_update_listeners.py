@@ -15,8 +15,8 @@ from collections.abc import Callable
 import pytest
 from rm_helpers import BASIC, TWO_PARTITIONS, World, world  # noqa: F401
 
-from pyscheduler.rmproxy import messages as si
-from pyscheduler.rmproxy.recording import RecordingRM
+from pyscheduler.si import messages as si
+from pyscheduler.testing.recording import RecordingRM
 from pyscheduler.scheduler.loop import Scheduler
 
 #: How long a test waits for something another thread does before it fails.

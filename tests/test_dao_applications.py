@@ -10,7 +10,7 @@ from pyscheduler.dao.applications import ask_dao
 from pyscheduler.dao.errors import ALLOWED_ACTIVE_STATUSES, ALLOWED_QUEUE_STATES, ALLOWED_STATES, INVALID_QUEUE_NAME
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.scheduler.cycle import QUEUE_QUOTA
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 from rm_helpers import World, res, world  # noqa: F401  (world: the fixture)
 from test_dao_strict import APPLICATION, ASK, NODE, ListOf, Rich, decode, rich  # noqa: F401
 

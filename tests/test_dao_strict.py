@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 from pyscheduler.scheduler.loop import Scheduler
 from rm_helpers import World, res
 

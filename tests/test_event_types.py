@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from pyscheduler.events.types import (
+from pyscheduler.si.events import (
     EventChangeDetail,
     EventChangeType,
     EventRecord,

@@ -15,7 +15,7 @@ from scheduling_helpers import Cluster, clusters, res  # noqa: F401
 from pyscheduler.common.resources import Resource
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.node import Node
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 from pyscheduler.scheduler.health import HealthCheck, HealthResult, check_health
 
 # YuniKorn's checks (pkg/scheduler/health_checker.go), in its order.

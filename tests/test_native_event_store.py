@@ -725,7 +725,7 @@ def test_field_range_errors_name_the_field(native_event_store_factory):
 def test_enum_members_and_mapping_types_are_accepted(native_event_store_factory):
     from collections.abc import Mapping as AbcMapping
 
-    from pyscheduler.events.types import EventChangeDetail, EventChangeType, EventRecordType
+    from pyscheduler.si.events import EventChangeDetail, EventChangeType, EventRecordType
 
     class Res(AbcMapping):  # a Mapping that is not a dict
         def __getitem__(self, key):

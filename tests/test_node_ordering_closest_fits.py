@@ -19,7 +19,7 @@ from scheduling_helpers import Cluster, clusters  # noqa: F401
 
 from pyscheduler.common.resources import Resource
 from pyscheduler.policies.node_ordering import NativeNodeOrdering, NodeOrdering, PythonNodeOrdering, fit_in_score
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 from pyscheduler.scheduler.cycle import RESERVATION_CANDIDATE_BATCH
 
 TYPES = ("memory", "vcore", "nvidia.com/gpu")

@@ -12,16 +12,10 @@ from typing import Any
 
 import pytest
 
-from pyscheduler.events.types import EventChangeDetail, EventChangeType, EventRecord, EventRecordType
-from pyscheduler.rmproxy import (
-    PredicatesPlugin,
-    RecordingRM,
-    ResourceManagerCallback,
-    WaitTimeout,
-    check_predicates,
-    predicates_of,
-)
-from pyscheduler.rmproxy.messages import (
+from pyscheduler.si.events import EventChangeDetail, EventChangeType, EventRecord, EventRecordType
+from pyscheduler.si.callback import PredicatesPlugin, ResourceManagerCallback, check_predicates, predicates_of
+from pyscheduler.testing import RecordingRM, WaitTimeout
+from pyscheduler.si.messages import (
     AcceptedApplication,
     AcceptedNode,
     Allocation,

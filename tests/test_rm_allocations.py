@@ -8,7 +8,7 @@ import pytest
 from rm_helpers import LIMITED, RM_ID, TWO_PARTITIONS, C, D, T, World, check_invariants, res, world  # noqa: F401
 
 from pyscheduler.objects.application_state import AppState
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 
 TT = si.TerminationType
 
@@ -377,7 +377,7 @@ def test_a_stale_commit_is_refused_and_changes_nothing(world: World, change: str
 
 def test_the_rm_may_call_back_from_a_callback(world: World) -> None:
     """An RM that releases every allocation as soon as it hears of it, from inside the callback."""
-    from pyscheduler.rmproxy.recording import RecordingRM
+    from pyscheduler.testing.recording import RecordingRM
 
     class EagerRM(RecordingRM):
         def update_allocation(self, response: si.AllocationResponse) -> None:

@@ -9,7 +9,7 @@ from rm_helpers import BASIC, LIMITED, C, D, T, World, check_invariants, res, wo
 
 from pyscheduler.objects.application import AppTimeouts
 from pyscheduler.objects.application_state import AppState
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 
 S = AppState
 THREE_DAYS = 3 * 24 * 3600
@@ -374,7 +374,7 @@ def test_partition_removal_fails_applications(world: World) -> None:
     _running(world)
     world.add_app("app-2")
     old_rm = world.rm
-    from pyscheduler.rmproxy.recording import RecordingRM
+    from pyscheduler.testing.recording import RecordingRM
 
     new_rm = RecordingRM()
     world.register(BASIC, rm=new_rm)

@@ -9,8 +9,8 @@ from rm_helpers import BASIC, RM_ID, C, D, T, World, check_invariants, res, worl
 
 from pyscheduler.common.errors import ConfigError
 from pyscheduler.objects.application_state import AppState
-from pyscheduler.rmproxy import messages as si
-from pyscheduler.rmproxy.recording import RecordingRM
+from pyscheduler.si import messages as si
+from pyscheduler.testing.recording import RecordingRM
 from pyscheduler.scheduler.context import UnknownRMError
 
 TWO_LEAVES = """

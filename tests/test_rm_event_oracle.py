@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 from pyscheduler.rmproxy.proxy import RMProxy
-from pyscheduler.rmproxy.recording import RecordingRM
+from pyscheduler.testing.recording import RecordingRM
 
 from event_oracle import CONFIG, RM_ID, STEPS, Oracle, drive_first_steps, submit_ask, tuples
 

@@ -23,8 +23,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from rm_helpers import BASIC, World, check_invariants, invariant_problems, res, world  # noqa: F401
 
 from pyscheduler.objects.partition import PartitionError
-from pyscheduler.rmproxy import messages as si
-from pyscheduler.rmproxy.recording import RecordingRM
+from pyscheduler.si import messages as si
+from pyscheduler.testing.recording import RecordingRM
 
 A = si.NodeAction
 

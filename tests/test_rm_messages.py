@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from pyscheduler.common.resources import Resource, ResourceError
-from pyscheduler.rmproxy import messages as m
-from pyscheduler.rmproxy.messages import (
+from pyscheduler.si import messages as m
+from pyscheduler.si.messages import (
     AcceptedApplication,
     AddApplicationRequest,
     Allocation,

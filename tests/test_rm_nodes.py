@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from rm_helpers import TWO_PARTITIONS, C, D, T, World, check_invariants, res, world  # noqa: F401
 
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 from pyscheduler.scheduler.context import UnknownRMError
 
 A = si.NodeAction
@@ -274,7 +274,7 @@ def test_foreign_allocations_occupy_the_node(world: World) -> None:
 
 
 def test_a_failing_rm_callback_does_not_reach_the_caller(world: World) -> None:
-    from pyscheduler.rmproxy.recording import RecordingRM
+    from pyscheduler.testing.recording import RecordingRM
 
     class BrokenRM(RecordingRM):
         def update_node(self, response: si.NodeResponse) -> None:

@@ -10,8 +10,8 @@ from collections.abc import Callable
 
 from rm_helpers import BASIC, TWO_PARTITIONS, World
 
-from pyscheduler.rmproxy import messages as si
-from pyscheduler.rmproxy.recording import RecordingRM
+from pyscheduler.si import messages as si
+from pyscheduler.testing.recording import RecordingRM
 
 #: How long the RM's callback waits for the thread it started before it gives up.
 JOIN_S = 5.0

@@ -9,7 +9,7 @@ import pytest
 from rm_helpers import C, D, T, World, res
 
 from pyscheduler.objects.queue import RECOVERY_QUEUE
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 
 NO_MATCH = "application rejected: no placement rule matched"
 

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import pytest
 
-from pyscheduler.events.types import EventChangeDetail as D
-from pyscheduler.events.types import EventChangeType as C
-from pyscheduler.events.types import EventRecordType as T
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si.events import EventChangeDetail as D
+from pyscheduler.si.events import EventChangeType as C
+from pyscheduler.si.events import EventRecordType as T
+from pyscheduler.si import messages as si
 from pyscheduler.rmproxy.proxy import RMProxy
-from pyscheduler.rmproxy.recording import RecordingRM
+from pyscheduler.testing.recording import RecordingRM
 
 from pyscheduler.scheduler.health import check_health
 from pyscheduler.scheduler.loop import Scheduler

@@ -26,8 +26,8 @@ from pyscheduler.objects.application import Application
 from pyscheduler.objects.partition import Partition
 from pyscheduler.objects.queue import MIN_PRIORITY, ObjectState, Queue
 from pyscheduler.policies.sorting import app_sorter
-from pyscheduler.rmproxy import messages as si
-from pyscheduler.rmproxy.messages import TAG_REQUIRED_NODE
+from pyscheduler.si import messages as si
+from pyscheduler.si.messages import TAG_REQUIRED_NODE
 from pyscheduler.scheduler.cycle import Decision, SchedulingCycle
 
 QUEUES = """\

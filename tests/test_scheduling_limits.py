@@ -7,7 +7,7 @@ from __future__ import annotations
 from scheduling_helpers import C, D, T, clusters, config  # noqa: F401
 
 from pyscheduler.objects.application_state import AppState
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si import messages as si
 from pyscheduler.scheduler.cycle import USER_QUOTA
 
 USER_LIMITS = config("""\

@@ -9,7 +9,7 @@ import time
 import pytest
 from scheduling_helpers import Cluster, clusters  # noqa: F401
 
-from pyscheduler.rmproxy.recording import WaitTimeout
+from pyscheduler.testing.recording import WaitTimeout
 from pyscheduler.scheduler.loop import Scheduler
 
 THREAD_NAME = "pyscheduler-scheduling"

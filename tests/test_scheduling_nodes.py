@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from scheduling_helpers import C, D, T, clusters, config  # noqa: F401
 
-from pyscheduler.rmproxy import messages as si
-from pyscheduler.rmproxy.messages import TAG_REQUIRED_NODE
+from pyscheduler.si import messages as si
+from pyscheduler.si.messages import TAG_REQUIRED_NODE
 
 ONE_LEAF = config("          - name: a\n          - name: b\n")
 

@@ -12,8 +12,8 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from scheduling_helpers import Cluster, config, res
 
 from pyscheduler.objects.application_state import AppState
-from pyscheduler.rmproxy import messages as si
-from pyscheduler.rmproxy.messages import TAG_REQUIRED_NODE
+from pyscheduler.si import messages as si
+from pyscheduler.si.messages import TAG_REQUIRED_NODE
 
 CONFIG = config("""\
           - name: a

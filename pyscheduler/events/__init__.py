@@ -6,7 +6,7 @@ buffer, request events for the RM, stream subscriptions).
 
 from pyscheduler._native import EventIdOutOfRangeError, EventSystemStoppedError, Subscription
 from pyscheduler.events.system import EventStats, EventSystem
-from pyscheduler.events.types import EventChangeDetail, EventChangeType, EventRecord, EventRecordType
+from pyscheduler.si.events import EventChangeDetail, EventChangeType, EventRecord, EventRecordType
 
 __all__ = [
     "EventChangeDetail",

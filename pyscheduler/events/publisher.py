@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from pyscheduler.events.request_store import RequestEventStore
-from pyscheduler.events.types import EventRecord
+from pyscheduler.si.events import EventRecord
 
 __all__ = ["EventSink", "ShimPublisher", "DEFAULT_PUBLISH_INTERVAL"]
 

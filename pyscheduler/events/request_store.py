@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import threading
 
-from pyscheduler.events.types import EventRecord
+from pyscheduler.si.events import EventRecord
 
 __all__ = ["RequestEventStore"]
 

@@ -22,14 +22,13 @@ import threading
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
 
 from pyscheduler._native import EventStore, StreamTicket, Subscription
 from pyscheduler.common.clock import Clock, SystemClock
 from pyscheduler.config.event_settings import EventSettings
 from pyscheduler.events.publisher import DEFAULT_PUBLISH_INTERVAL, EventSink, ShimPublisher
 from pyscheduler.events.request_store import RequestEventStore
-from pyscheduler.events.types import EventRecord
+from pyscheduler.si.events import AddEvent, EventRecord
 
 __all__ = [
     "AddEvent",
@@ -93,25 +92,6 @@ def truncate_message(message: str) -> str:
         return message
     # errors="ignore" drops a character split by the cut, backing off to its boundary.
     return encoded[:_KEPT_MESSAGE_BYTES].decode("utf-8", "ignore") + "..."
-
-
-class AddEvent(Protocol):
-    """The signature of :attr:`EventSystem.add`."""
-
-    def __call__(
-        self,
-        type: int,
-        change_type: int,
-        change_detail: int,
-        object_id: str,
-        reference_id: str = "",
-        message: str = "",
-        resource: Mapping[str, int] | None = None,
-        timestamp_ns: int | None = None,
-    ) -> bool:
-        """Record one event; never blocks. False when it was not kept (tracking disabled,
-        queue or request store full, request events disabled). ``timestamp_ns`` None: now."""
-        ...
 
 
 class EventSystem:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from pyscheduler.common.clock import Clock
 from pyscheduler.common.resources import Resource
-from pyscheduler.events.types import EventChangeDetail
+from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation, ask_sort_key
 from pyscheduler.objects.application_state import (
     STATE_EVENT_DETAIL,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 
 from pyscheduler.common.errors import SchedulerError
-from pyscheduler.events.types import EventChangeDetail
+from pyscheduler.si.events import EventChangeDetail
 
 __all__ = ["AppEvent", "AppState", "InvalidTransition", "STATE_EVENT_DETAIL", "TERMINAL_STATES", "next_state"]
 

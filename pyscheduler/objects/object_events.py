@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pyscheduler.events.system import AddEvent
-from pyscheduler.events.types import EventChangeDetail as D
-from pyscheduler.events.types import EventChangeType as C
-from pyscheduler.events.types import EventRecordType as T
+from pyscheduler.si.events import AddEvent
+from pyscheduler.si.events import EventChangeDetail as D
+from pyscheduler.si.events import EventChangeType as C
+from pyscheduler.si.events import EventRecordType as T
 
 __all__ = ["AppEvents", "NodeEvents", "ObjectEvents", "QueueEvents", "UserGroupEvents"]
 

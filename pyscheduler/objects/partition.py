@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from pyscheduler.common.clock import Clock
 from pyscheduler.common.resources import Resource
-from pyscheduler.events.types import EventChangeDetail
+from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import RUNNING_STATES, Application, AppTimeouts, StateUpdate
 from pyscheduler.objects.application_state import TERMINAL_STATES, AppEvent, AppState

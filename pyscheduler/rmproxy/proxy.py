@@ -9,8 +9,8 @@ configuration update a configuration that does not parse or validate (nothing is
 
 from __future__ import annotations
 
-from pyscheduler.rmproxy import messages as si
-from pyscheduler.rmproxy.callback import ResourceManagerCallback
+from pyscheduler.si import messages as si
+from pyscheduler.si.callback import ResourceManagerCallback
 from pyscheduler.scheduler.context import ClusterContext
 
 __all__ = ["RMProxy"]

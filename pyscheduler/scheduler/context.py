@@ -34,8 +34,8 @@ from pyscheduler.objects.application import Application, AppTimeouts
 from pyscheduler.objects.node import NODE_PARTITION, Node
 from pyscheduler.objects.object_events import ObjectEvents
 from pyscheduler.objects.partition import Partition, PartitionError, Released
-from pyscheduler.rmproxy import messages as si
-from pyscheduler.rmproxy.callback import PredicatesFunc, ResourceManagerCallback, predicates_of
+from pyscheduler.si import messages as si
+from pyscheduler.si.callback import PredicatesFunc, ResourceManagerCallback, predicates_of
 from pyscheduler.scheduler.config_apply import apply_partition_config, root_settings
 
 __all__ = ["ClusterContext", "UnknownRMError", "UpdateListener", "internal_name", "external_name"]

@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from pyscheduler.events.types import EventChangeDetail
+from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import Application
 from pyscheduler.objects.application_state import AppState
@@ -36,8 +36,8 @@ from pyscheduler.objects.partition import Partition
 from pyscheduler.objects.queue import ObjectState, Queue
 from pyscheduler.policies.node_ordering import Cursor
 from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
-from pyscheduler.rmproxy.callback import check_predicates
-from pyscheduler.rmproxy.messages import PredicatesArgs
+from pyscheduler.si.callback import check_predicates
+from pyscheduler.si.messages import PredicatesArgs
 
 if TYPE_CHECKING:
     from pyscheduler.scheduler.context import ClusterContext

@@ -37,8 +37,8 @@ from typing import Final, Literal
 
 from pyscheduler.common.clock import ManualClock
 from pyscheduler.common.resources import MEMORY, VCORE, Resource
-from pyscheduler.events.types import EventRecord
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si.events import EventRecord
+from pyscheduler.si import messages as si
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.scheduler.context import ClusterContext
 from pyscheduler.scheduler.loop import Scheduler

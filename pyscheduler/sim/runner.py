@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
-from pyscheduler.bench.machine import format_table
+from pyscheduler.common.text_table import format_table
 from pyscheduler.sim.rm import ProgressFunc, SimMode, SimulatedRM, SimulationRecord
 from pyscheduler.sim.workload import Workload, WorkloadSpec
 

@@ -25,8 +25,8 @@ from typing import Any
 from flask import Blueprint, jsonify
 
 from pyscheduler.common.resources import Resource
-from pyscheduler.events.types import EventRecord
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si.events import EventRecord
+from pyscheduler.si import messages as si
 
 from event_oracle import CONFIG, RM_ID, STEPS  # noqa: F401 - re-exported for the test
 

@@ -27,8 +27,8 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 
 from pyscheduler.common.resources import Resource
-from pyscheduler.events.types import EventRecord
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si.events import EventRecord
+from pyscheduler.si import messages as si
 
 RM_ID = "test"
 GIB = 1 << 30

@@ -1,7 +1,7 @@
 """Smoke tests of the REST benchmarks and the load test: they run, on a real served scheduler,
 and produce sane figures. No timing is asserted (benchmarks.md: the suite never fails on one).
 
-- ``python -m pyscheduler.bench rest --quick`` in a subprocess: every section of its JSON has
+- ``python -m benchmarks rest --quick`` in a subprocess: every section of its JSON has
   positive numbers, every event of the timed runs reached every stream.
 - ``loadtests/run.py`` (what ``make loadtest`` runs): locust headless for ~5 s with 2 users
   against ``pyscheduler serve --demo`` on 127.0.0.1: requests happened, none failed, and the
@@ -39,7 +39,7 @@ def _positive(value: Any) -> bool:
 def test_rest_benchmark_quick(tmp_path: Path) -> None:
     out = tmp_path / "rest.json"
     done = subprocess.run(
-        [sys.executable, "-m", "pyscheduler.bench", "rest", "--quick", "--json", str(out)],
+        [sys.executable, "-m", "benchmarks", "rest", "--quick", "--json", str(out)],
         cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=200, check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

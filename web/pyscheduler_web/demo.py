@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from pyscheduler.common.resources import MEMORY, VCORE, Resource
 from pyscheduler.config.loader import parse_and_validate
 from pyscheduler.config.queues import QueueConfig
-from pyscheduler.events.types import EventRecord
-from pyscheduler.rmproxy import messages as si
+from pyscheduler.si.events import EventRecord
+from pyscheduler.si import messages as si
 from pyscheduler.rmproxy.proxy import RMProxy
 
 __all__ = ["DemoRM", "DemoSettings", "leaf_queues"]

@@ -8,7 +8,7 @@ exit (``atexit``). ``stop`` is idempotent.
 
 Embedding an RM (``pyscheduler serve --rm mypackage.shim:attach``)::
 
-    from pyscheduler.rmproxy import messages as si
+    from pyscheduler.si import messages as si
 
     class MyShim:                     # the RM callback (see docs/scheduler.md)
         def update_allocation(self, response): ...

@@ -1,4 +1,4 @@
-"""``python -m pyscheduler.bench [FAMILY] [--quick] [--json FILE]``: run the benchmarks.
+"""``python -m benchmarks [FAMILY] [--quick] [--json FILE]``: run the benchmarks.
 
 Benchmark families are registered in :data:`FAMILIES` (name -> family); ``all`` (the
 default) runs every family in registration order. Tables go to stdout, progress to stderr,
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from pyscheduler.bench import events_memory, events_throughput, rest, scheduling
-from pyscheduler.bench.machine import Progress, machine_facts
-from pyscheduler.bench.workload import DEFAULT_SEED, parse_mix
+from benchmarks import events_memory, events_throughput, rest, scheduling
+from benchmarks.machine import Progress, machine_facts
+from benchmarks.workload import DEFAULT_SEED, parse_mix
 
 
 class FamilyReport(Protocol):
@@ -33,7 +33,7 @@ class FamilyReport(Protocol):
 
 @dataclass(frozen=True)
 class Family:
-    """A registered benchmark family: a subcommand of ``python -m pyscheduler.bench``."""
+    """A registered benchmark family: a subcommand of ``python -m benchmarks``."""
 
     name: str
     help: str
@@ -133,7 +133,7 @@ def _mix(text: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     """Return the command-line parser."""
     parser = argparse.ArgumentParser(
-        prog="python -m pyscheduler.bench",
+        prog="python -m benchmarks",
         description="Run pyscheduler's benchmarks (shared/spec/benchmarks.md). Tables on stdout, progress on stderr.",
     )
     names = ", ".join(f"{f.name} ({f.help})" for f in FAMILIES.values())
@@ -186,7 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("# pyscheduler benchmarks" + (" (--quick: smoke-test sizes, not figures to keep)" if args.quick else ""))
     print()
     print("\n".join(f"- {line}" for line in facts.header_lines()))
-    print(f"- command: python -m pyscheduler.bench {' '.join(argv if argv is not None else sys.argv[1:])}".rstrip())
+    print(f"- command: python -m benchmarks {' '.join(argv if argv is not None else sys.argv[1:])}".rstrip())
     results: dict[str, Any] = {}
     failed = False
     for family in selected(args.family):
@@ -204,7 +204,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(report.format(), flush=True)
     if args.json is not None:
         document = {
-            "command": ["python", "-m", "pyscheduler.bench", *(argv if argv is not None else sys.argv[1:])],
+            "command": ["python", "-m", "benchmarks", *(argv if argv is not None else sys.argv[1:])],
             "quick": args.quick,
             "machine": facts.to_dict(),
             "results": results,

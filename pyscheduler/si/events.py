@@ -7,6 +7,9 @@ the resource manager. They must never be renumbered: clients, the Rust event
 system and stored histories all compare the raw integers. Retired values
 (205, formerly APP_STARTING, and 301, formerly NODE_READY) are reserved and
 deliberately have no member, so decoding them fails loudly.
+
+:class:`AddEvent` is the signature of ``EventSystem.add``: the objects emit their events
+through it without importing the event system.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import IntEnum, unique
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Protocol
 
-__all__ = ["EventChangeDetail", "EventChangeType", "EventRecord", "EventRecordType"]
+__all__ = ["AddEvent", "EventChangeDetail", "EventChangeType", "EventRecord", "EventRecordType"]
 
 
 @unique
@@ -187,3 +190,22 @@ def _resource_to_wire(resource: Mapping[str, int]) -> dict[str, Any]:
             for name in sorted(resource)
         }
     }
+
+
+class AddEvent(Protocol):
+    """The signature of :attr:`EventSystem.add`."""
+
+    def __call__(
+        self,
+        type: int,
+        change_type: int,
+        change_detail: int,
+        object_id: str,
+        reference_id: str = "",
+        message: str = "",
+        resource: Mapping[str, int] | None = None,
+        timestamp_ns: int | None = None,
+    ) -> bool:
+        """Record one event; never blocks. False when it was not kept (tracking disabled,
+        queue or request store full, request events disabled). ``timestamp_ns`` None: now."""
+        ...

@@ -16,7 +16,7 @@ Layouts:
   harness itself leaves resident, to read the other rows against.
 
 A fresh process per (layout, N) keeps one run's freed-but-retained memory out of the
-next. The child is ``python -m pyscheduler.bench.events_memory --child '<json>'``; it
+next. The child is ``python -m benchmarks.events_memory --child '<json>'``; it
 prints one JSON result line on stdout and progress on stderr.
 """
 
@@ -33,8 +33,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final, Protocol
 
-from pyscheduler.bench.machine import Progress, fmt_count, fmt_ratio, format_table
-from pyscheduler.bench.workload import DEFAULT_SEED, EventArgs, Mix, chunked, feed_store, generate_events
+from benchmarks.machine import Progress, fmt_count, fmt_ratio, format_table
+from benchmarks.workload import DEFAULT_SEED, EventArgs, Mix, chunked, feed_store, generate_events
 
 MIB: Final = 1 << 20
 DEFAULT_SIZES: Final = (1_000_000, 3_000_000, 9_000_000)
@@ -386,7 +386,7 @@ def _child_env() -> dict[str, str]:
 
 def run_child(params: MemoryParams, python: str = sys.executable) -> MemoryRow:
     """Measure ``params`` in a fresh process; raise RuntimeError if it fails."""
-    cmd = [python, "-m", "pyscheduler.bench.events_memory", CHILD_FLAG, json.dumps(asdict(params))]
+    cmd = [python, "-m", "benchmarks.events_memory", CHILD_FLAG, json.dumps(asdict(params))]
     done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, env=_child_env(), check=False)
     if done.returncode != 0:
         raise RuntimeError(f"{params.layout} at {fmt_count(params.events)} failed with exit code {done.returncode}")
@@ -584,5 +584,5 @@ def format_memory_report(report: MemoryReport) -> str:
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == CHILD_FLAG:
         sys.exit(child_main(sys.argv[2:]))
-    print("internal entry point: use `python -m pyscheduler.bench events-memory`", file=sys.stderr)
+    print("internal entry point: use `python -m benchmarks events-memory`", file=sys.stderr)
     sys.exit(2)

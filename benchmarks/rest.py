@@ -2,7 +2,7 @@
 
 Every figure comes from a real ``pyscheduler serve`` (gunicorn, one gthread worker, the
 scheduler in it) on a free port of 127.0.0.1, started by this module with its own RM embedded
-(``--rm pyscheduler.bench.rest:attach``, see :func:`attach`), and stopped at the end of each
+(``--rm benchmarks.rest:attach``, see :func:`attach`), and stopped at the end of each
 part even when it fails (SIGTERM, then SIGKILL of its process group).
 
 (a) **Batch**: ``GET /ws/v1/events/batch?count=10000`` on a full 100,000-event ring (workload
@@ -26,7 +26,7 @@ part even when it fails (SIGTERM, then SIGKILL of its process group).
     and the first chunk are in the time).
 
 (c) **Scheduling with open streams**: YuniKorn's BenchmarkScheduling shape (section 3, as
-    :mod:`pyscheduler.bench.scheduling`: root.a and root.b, 10,000 asks of memory 10 and
+    :mod:`benchmarks.scheduling`: root.a and root.b, 10,000 asks of memory 10 and
     vcore 1, nodes of capacity ``asks / nodes + 1`` asks; 1,000 nodes, ``fair``) run by the
     served scheduler, once with no stream open and once with 100 live streams
     (``/ws/v1/events/stream``, no history) read continuously by this process. As in the
@@ -65,7 +65,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from pyscheduler.bench.machine import Progress, fmt_rate, fmt_ratio, format_table
+from benchmarks.machine import Progress, fmt_rate, fmt_ratio, format_table
 
 # --- sizes ------------------------------------------------------------------------------------
 
@@ -121,7 +121,7 @@ partitions:
 
 
 # =============================================================================================
-# The served side: the RM embedded in the server (``--rm pyscheduler.bench.rest:attach``)
+# The served side: the RM embedded in the server (``--rm benchmarks.rest:attach``)
 # =============================================================================================
 
 
@@ -181,9 +181,9 @@ class BenchRM:
 
 
 def attach(service: Any) -> BenchRM:
-    """``pyscheduler serve --rm pyscheduler.bench.rest:attach``: registers the benchmark's RM,
+    """``pyscheduler serve --rm benchmarks.rest:attach``: registers the benchmark's RM,
     times the batch endpoint and adds the ``/bench/*`` routes (benchmark servers only)."""
-    from pyscheduler.rmproxy import messages as si
+    from pyscheduler.si import messages as si
 
     rm = BenchRM(service)
     service.proxy.register_resource_manager(
@@ -226,7 +226,7 @@ def _bench_routes(rm: BenchRM) -> Any:
     @bp.post("/bench/fill")
     def fill() -> Any:
         """Add ``n`` workload events (section 1's model) and wait until they are stored."""
-        from pyscheduler.bench.workload import generate_events
+        from benchmarks.workload import generate_events
 
         n = int(request.args.get("n", str(RING_EVENTS)))
         seed = int(request.args.get("seed", "1"))
@@ -270,7 +270,7 @@ def _bench_routes(rm: BenchRM) -> Any:
     @bp.post("/bench/setup")
     def setup() -> Any:
         """Stop the scheduling loop and submit the benchmark's nodes, apps and asks (not timed)."""
-        from pyscheduler.bench.scheduling import submit_workload
+        from benchmarks.scheduling import submit_workload
 
         nodes = int(request.args["nodes"])
         asks = int(request.args["asks"])
@@ -371,11 +371,15 @@ class ServedScheduler:
         self.log_path = self.workdir / f"server-{self.port}.log"
         env = dict(os.environ)
         env.pop("PYSCHEDULER_BIND", None)
+        # The served process imports this module (--rm benchmarks.rest:attach): the benchmarks
+        # are not installed, so their checkout goes on its path.
+        checkout = str(Path(__file__).resolve().parent.parent)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, env.get("PYTHONPATH", "")) if p)
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 [
                     sys.executable, "-m", "pyscheduler.cli", "serve", "--bind", self.host,
-                    "--config", str(self.config), "--rm", "pyscheduler.bench.rest:attach",
+                    "--config", str(self.config), "--rm", "benchmarks.rest:attach",
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,

@@ -38,7 +38,7 @@ each), on 1,000 nodes of 11 asks' capacity, fair node policy, events on; timed t
 (--quick: 1,000 asks over 100 applications on 200 nodes, same queues). It is reported in its
 own table.
 
-The worker is this module: ``python -m pyscheduler.bench.scheduling --worker ...`` prints one
+The worker is this module: ``python -m benchmarks.scheduling --worker ...`` prints one
 JSON object (see :func:`measure_case`).
 """
 
@@ -55,7 +55,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from pyscheduler.bench.machine import Progress, fmt_ratio, format_table
+from benchmarks.machine import Progress, fmt_ratio, format_table
 
 DEFAULT_NODES: Final = (500, 1_000, 2_000, 5_000)
 DEFAULT_ASKS: Final = 10_000
@@ -192,7 +192,7 @@ def submit_many_queues(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> Non
 def _submit_nodes(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
     """``nodes`` nodes of ``asks // nodes + 1`` asks' capacity: everything fits."""
     from pyscheduler.common.resources import Resource
-    from pyscheduler.rmproxy import messages as si
+    from pyscheduler.si import messages as si
 
     per_node = asks // nodes + 1
     capacity = Resource({"memory": 10 * per_node, "vcore": per_node})
@@ -209,7 +209,7 @@ def _submit_nodes(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
 
 def _submit_apps(proxy: RMProxy, rm_id: str, apps: Sequence[tuple[str, str]]) -> None:
     """Applications as (application id, queue path), all of user ``bench``."""
-    from pyscheduler.rmproxy import messages as si
+    from pyscheduler.si import messages as si
 
     ugi = si.UserGroupInformation(user="bench")
     proxy.update_application(
@@ -226,7 +226,7 @@ def _submit_apps(proxy: RMProxy, rm_id: str, apps: Sequence[tuple[str, str]]) ->
 def _submit_asks(proxy: RMProxy, rm_id: str, asks: int, app_of: Callable[[int], str]) -> None:
     """``asks`` asks of memory 10, vcore 1; ask ``k`` goes to application ``app_of(k)``."""
     from pyscheduler.common.resources import Resource
-    from pyscheduler.rmproxy import messages as si
+    from pyscheduler.si import messages as si
 
     ask = Resource({"memory": 10, "vcore": 1})
     proxy.update_allocation(
@@ -248,7 +248,7 @@ def _submit_asks(proxy: RMProxy, rm_id: str, asks: int, app_of: Callable[[int], 
 def build(policy: str, nodes: int, asks: int, native: bool, shape: str = YUNIKORN_SHAPE) -> Setup:
     """A fresh ClusterContext in the benchmark's ``shape``, with every ask pending (not timed),
     and its (not started) Scheduler."""
-    from pyscheduler.rmproxy import messages as si
+    from pyscheduler.si import messages as si
     from pyscheduler.rmproxy.proxy import RMProxy
     from pyscheduler.scheduler.context import ClusterContext
     from pyscheduler.scheduler.loop import Scheduler
@@ -415,7 +415,7 @@ def run_worker(policy: str, nodes: int, asks: int, ordering: str, timeout: float
                shape: str = YUNIKORN_SHAPE) -> dict[str, Any]:
     """Runs one case in a fresh Python process and returns its :func:`measure_case` result."""
     command = [
-        sys.executable, "-m", "pyscheduler.bench.scheduling", "--worker",
+        sys.executable, "-m", "benchmarks.scheduling", "--worker",
         "--policy", policy, "--nodes", str(nodes), "--asks", str(asks), "--ordering", ordering,
         "--timeout", str(timeout), "--shape", shape,
     ]
@@ -637,8 +637,8 @@ def _format_many_queues(report: SchedulingReport) -> str:
 
 
 def worker_main(argv: Sequence[str] | None = None) -> int:
-    """``python -m pyscheduler.bench.scheduling --worker ...``: one case, one JSON line out."""
-    parser = argparse.ArgumentParser(prog="python -m pyscheduler.bench.scheduling")
+    """``python -m benchmarks.scheduling --worker ...``: one case, one JSON line out."""
+    parser = argparse.ArgumentParser(prog="python -m benchmarks.scheduling")
     parser.add_argument("--worker", action="store_true", required=True, help="run one case and print JSON")
     parser.add_argument("--policy", choices=POLICIES, required=True)
     parser.add_argument("--nodes", type=int, required=True)

@@ -28,7 +28,7 @@ How the core calls an RM (the contract an implementation may rely on and must ho
 - The ``update_*`` methods, ``send_event`` and ``update_container_scheduling_state`` return
   nothing (YuniKorn's return an ``error`` that is only logged). An exception raised by one is
   logged by the caller and never stops the core.
-- Messages are immutable (see :mod:`pyscheduler.rmproxy.messages`): an RM may keep them.
+- Messages are immutable (see :mod:`pyscheduler.si.messages`): an RM may keep them.
 
 The Protocols are ``runtime_checkable`` so the proxy can test an RM with ``isinstance`` once,
 at registration; :func:`predicates_of` resolves the optional hook once so the hot path pays
@@ -40,8 +40,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
-from pyscheduler.events.types import EventRecord
-from pyscheduler.rmproxy.messages import (
+from pyscheduler.si.events import EventRecord
+from pyscheduler.si.messages import (
     AllocationResponse,
     ApplicationResponse,
     NodeResponse,

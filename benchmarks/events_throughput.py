@@ -28,9 +28,9 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from typing import Any, Final, Protocol
 
-from pyscheduler.bench.events_memory import dict_record, native_store_factory
-from pyscheduler.bench.machine import Progress, fmt_count, fmt_rate, fmt_ratio, format_table
-from pyscheduler.bench.workload import DEFAULT_SEED, EventArgs, Mix, Resource, chunked, feed_store, generate_events
+from benchmarks.events_memory import dict_record, native_store_factory
+from benchmarks.machine import Progress, fmt_count, fmt_rate, fmt_ratio, format_table
+from benchmarks.workload import DEFAULT_SEED, EventArgs, Mix, Resource, chunked, feed_store, generate_events
 
 DEFAULT_EVENTS: Final = 1_000_000
 QUICK_EVENTS: Final = 20_000

@@ -1,7 +1,7 @@
 """An in-process RM that records every callback: the way tests drive the core.
 
-:class:`RecordingRM` implements :class:`~pyscheduler.rmproxy.callback.ResourceManagerCallback`
-and :class:`~pyscheduler.rmproxy.callback.PredicatesPlugin`. Register it with the proxy, send
+:class:`RecordingRM` implements :class:`~pyscheduler.si.callback.ResourceManagerCallback`
+and :class:`~pyscheduler.si.callback.PredicatesPlugin`. Register it with the proxy, send
 requests, then wait for the outcomes::
 
     rm = RecordingRM()
@@ -33,8 +33,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
-from pyscheduler.events.types import EventRecord
-from pyscheduler.rmproxy.messages import (
+from pyscheduler.si.events import EventRecord
+from pyscheduler.si.messages import (
     AcceptedApplication,
     AcceptedNode,
     Allocation,

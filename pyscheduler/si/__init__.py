@@ -1,0 +1,98 @@
+"""The scheduler interface (SI): the messages between a resource manager and the core.
+
+A leaf layer: it imports only :mod:`pyscheduler.common`, so the core, the RM proxy, an RM and
+the test kit can all depend on it without depending on each other (YuniKorn's
+``scheduler-interface`` module).
+
+- :mod:`~pyscheduler.si.messages`: the request and response messages, mirroring YuniKorn's SI
+  in snake_case, immutable, with ``validate()``; the SI tag and attribute constants
+  (``HOST_NAME``, ``TAG_REQUIRED_NODE``, ``FOREIGN``, ...).
+- :mod:`~pyscheduler.si.callback`: what an RM implements so the core can answer
+  (:class:`ResourceManagerCallback`, plus the optional :class:`PredicatesPlugin` and
+  :class:`PreemptionPredicatesPlugin`).
+- :mod:`~pyscheduler.si.events`: ``si.EventRecord`` and its enums, with YuniKorn's wire values.
+"""
+
+from pyscheduler.si.callback import (
+    PredicatesFunc,
+    PredicatesPlugin,
+    PreemptionPredicatesPlugin,
+    ResourceManagerCallback,
+    check_predicates,
+    predicates_of,
+)
+from pyscheduler.si.messages import (
+    AcceptedApplication,
+    AcceptedNode,
+    AddApplicationRequest,
+    Allocation,
+    AllocationRelease,
+    AllocationReleasesRequest,
+    AllocationRequest,
+    AllocationResponse,
+    ApplicationRequest,
+    ApplicationResponse,
+    ContainerSchedulingState,
+    NodeAction,
+    NodeInfo,
+    NodeRequest,
+    NodeResponse,
+    PredicatesArgs,
+    PreemptionPolicy,
+    PreemptionPredicatesArgs,
+    PreemptionPredicatesResponse,
+    RegisterResourceManagerRequest,
+    RegisterResourceManagerResponse,
+    RejectedAllocation,
+    RejectedApplication,
+    RejectedNode,
+    RemoveApplicationRequest,
+    TerminationType,
+    UpdateConfigurationRequest,
+    UpdateContainerSchedulingStateRequest,
+    UpdatedApplication,
+    UserGroupInformation,
+)
+from pyscheduler.testing.recording import RecordingRM, WaitTimeout
+
+# One name per line, grouped by module.
+__all__ = [
+    # callback
+    "PredicatesFunc",
+    "PredicatesPlugin",
+    "PreemptionPredicatesPlugin",
+    "ResourceManagerCallback",
+    "check_predicates",
+    "predicates_of",
+    # messages
+    "AcceptedApplication",
+    "AcceptedNode",
+    "AddApplicationRequest",
+    "Allocation",
+    "AllocationRelease",
+    "AllocationReleasesRequest",
+    "AllocationRequest",
+    "AllocationResponse",
+    "ApplicationRequest",
+    "ApplicationResponse",
+    "ContainerSchedulingState",
+    "NodeAction",
+    "NodeInfo",
+    "NodeRequest",
+    "NodeResponse",
+    "PredicatesArgs",
+    "PreemptionPolicy",
+    "PreemptionPredicatesArgs",
+    "PreemptionPredicatesResponse",
+    "RegisterResourceManagerRequest",
+    "RegisterResourceManagerResponse",
+    "RejectedAllocation",
+    "RejectedApplication",
+    "RejectedNode",
+    "RemoveApplicationRequest",
+    "TerminationType",
+    "UpdateConfigurationRequest",
+    "UpdateContainerSchedulingStateRequest",
+    "UpdatedApplication",
+    "UserGroupInformation",
+]
