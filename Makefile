@@ -1,6 +1,7 @@
 # pyscheduler: the README's commands. Every target sets up what it needs on a fresh machine.
 #   make serve   the REST service (YuniKorn's /ws/v1 API) on 127.0.0.1:9080 with the demo cluster
-#   make test    venv + pinned deps, release build of the Rust extension, wheels, cargo test, pytest
+#   make test    venv + pinned deps, release build of the Rust extension, wheels, cargo test,
+#                type checks (mypy strict, stubtest), pytest
 #   make bench   the benchmarks (docs/benchmarks.md records their figures)
 #   make loadtest  locust against a served demo scheduler on 127.0.0.1, bounded (30 s by default)
 #   make wheels  the pyscheduler and pyscheduler-web wheels into dist/
@@ -23,7 +24,7 @@ LOADTEST_ARGS ?=
 # Options for `pyscheduler serve` (see `pyscheduler serve --help`): make serve SERVE_ARGS="--bind 0.0.0.0:9080"
 SERVE_ARGS ?=
 
-.PHONY: venv build web serve test cargo-test pytest bench wheels clean
+.PHONY: venv build web serve test cargo-test typecheck pytest bench wheels clean
 
 venv: $(STAMP)
 
@@ -60,10 +61,16 @@ wheels: $(STAMP)
 cargo-test:
 	cargo test --quiet
 
+# mypy strict over pyscheduler/ and web/ ([tool.mypy] in pyproject.toml), then stubtest: the
+# native module's stub (pyscheduler/_native.pyi) against the built module.
+typecheck: build web
+	$(BIN)/mypy
+	$(PY) -m mypy.stubtest pyscheduler._native
+
 pytest: build web wheels
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test: build wheels cargo-test pytest
+test: build wheels cargo-test typecheck pytest
 
 bench: build
 	$(PY) -m benchmarks $(BENCH_ARGS)

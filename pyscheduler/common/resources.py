@@ -16,7 +16,7 @@ Semantics follow ``pkg/common/resources`` in yunikorn-core:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Final
 
 __all__ = [
@@ -84,14 +84,14 @@ class Resource(Mapping[str, int]):
     def __iter__(self) -> Iterator[str]:
         return iter(self._q)
 
-    def items(self):  # type: ignore[override]
+    def items(self) -> ItemsView[str, int]:
         """The dict's own view: Mapping's generic one goes through __getitem__ per key."""
         return self._q.items()
 
-    def values(self):  # type: ignore[override]
+    def values(self) -> ValuesView[int]:
         return self._q.values()
 
-    def keys(self):  # type: ignore[override]
+    def keys(self) -> KeysView[str]:
         return self._q.keys()
 
     def __len__(self) -> int:

@@ -28,7 +28,7 @@ from pyscheduler.common.clock import Clock, SystemClock
 from pyscheduler.config.event_settings import EventSettings
 from pyscheduler.events.publisher import DEFAULT_PUBLISH_INTERVAL, EventSink, ShimPublisher
 from pyscheduler.events.request_store import RequestEventStore
-from pyscheduler.si.events import AddEvent, EventRecord
+from pyscheduler.si.events import AddEvent, EventChangeDetail, EventChangeType, EventRecord, EventRecordType
 
 __all__ = [
     "AddEvent",
@@ -192,7 +192,14 @@ class EventSystem:
             return False
         stamp = self._clock.now_ns() if timestamp_ns is None else timestamp_ns
         record = EventRecord(
-            type, change_type, change_detail, object_id, reference_id, truncate_message(message), stamp, resource or {}
+            EventRecordType(type),
+            EventChangeType(change_type),
+            EventChangeDetail(change_detail),
+            object_id,
+            reference_id,
+            truncate_message(message),
+            stamp,
+            resource or {},
         )
         return self._requests.store(record)
 

@@ -61,6 +61,8 @@ USER: Final = "sim-user"
 # the asks that arrive at the same instant (and the order is fixed, for repeatable runs).
 _RELEASE: Final = 0
 _SUBMIT: Final = 1
+#: A release's (application id, allocation key), or a submission's plan.
+_Payload = tuple[str, str] | AppPlan
 
 
 class ScaledClock:
@@ -178,7 +180,7 @@ class SimulatedRM:
         )
         # The event heap: (simulated time, kind, sequence, payload). The sequence keeps equal
         # times in insertion order, so the run never depends on comparing payloads.
-        self._heap: list[tuple[float, int, int, object]] = []
+        self._heap: list[tuple[float, int, int, _Payload]] = []
         self._seq = 0
         # Per ask: (app id, memory, vcore, run time), known from the plan.
         self._asks: dict[str, tuple[str, int, int, float]] = {
@@ -264,7 +266,7 @@ class SimulatedRM:
 
     # -- bookkeeping (callers hold self._cond) -------------------------------------------------
 
-    def _push(self, when: float, kind: int, payload: object) -> None:
+    def _push(self, when: float, kind: int, payload: _Payload) -> None:
         self._seq += 1
         heapq.heappush(self._heap, (when, kind, self._seq, payload))
 
@@ -306,7 +308,7 @@ class SimulatedRM:
     def _done(self) -> bool:
         return self._finished == self.record.total_asks and not self._heap and not self._to_remove
 
-    def _take_due(self, now: float) -> list[tuple[float, int, int, object]]:
+    def _take_due(self, now: float) -> list[tuple[float, int, int, _Payload]]:
         due = []
         while self._heap and self._heap[0][0] <= now:
             due.append(heapq.heappop(self._heap))
@@ -338,7 +340,7 @@ class SimulatedRM:
             for app in self.workload.apps:
                 self._push(app.arrival, _SUBMIT, app)
 
-    def _apply(self, due: list[tuple[float, int, int, object]]) -> None:
+    def _apply(self, due: list[tuple[float, int, int, _Payload]]) -> None:
         """Sends what fell due: releases (one request), then removals of the applications those
         releases completed, then arrivals (applications, then their asks)."""
         releases: list[si.AllocationRelease] = []
@@ -346,8 +348,8 @@ class SimulatedRM:
         with self._cond:
             now = self.clock.monotonic()
             for _, kind, _, payload in due:
-                if kind == _RELEASE:
-                    app_id, key = payload  # type: ignore[misc]
+                if isinstance(payload, tuple):  # _RELEASE: (application id, allocation key)
+                    app_id, key = payload
                     if key not in self._running:
                         continue  # the core ended it already
                     self._stop_running(now, key)
@@ -362,7 +364,7 @@ class SimulatedRM:
                         )
                     )
                 else:
-                    arrivals.append(payload)  # type: ignore[arg-type]
+                    arrivals.append(payload)
         if releases:
             self.proxy.update_allocation(
                 si.AllocationRequest(releases=si.AllocationReleasesRequest(tuple(releases)), rm_id=RM_ID)

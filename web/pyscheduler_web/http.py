@@ -23,6 +23,7 @@ from urllib.parse import quote
 
 import orjson
 from flask import Response, current_app, request
+from werkzeug.datastructures import Headers
 
 from pyscheduler.common.goparse import NumError, go_quote, parse_uint
 
@@ -198,7 +199,7 @@ def accepts_gzip(accept_encoding: str) -> bool:
     return False
 
 
-def compress_response(response: Response, headers: Mapping[str, str], path: str) -> Response:
+def compress_response(response: Response, headers: Mapping[str, str] | Headers, path: str) -> Response:
     """The gzip middleware (an ``after_request`` hook): compress a complete body of at least
     :data:`MIN_COMPRESSION_SIZE` bytes for a client that accepts gzip."""
     if (
