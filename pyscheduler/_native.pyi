@@ -1,6 +1,19 @@
 """Type stub of ``pyscheduler._native``, the Rust extension (rust/python, over rust/core)."""
 
 from collections.abc import Callable, Iterable, Mapping
+from typing import final
+
+from typing_extensions import Self
+
+__all__ = [
+    "__version__",
+    "EventStore",
+    "Subscription",
+    "StreamTicket",
+    "NodeIndex",
+    "EventIdOutOfRangeError",
+    "EventSystemStoppedError",
+]
 
 __version__: str
 
@@ -17,6 +30,7 @@ _EventTuple = (
     | tuple[int, int, int, int, str, str, str, Mapping[str, int] | None]
 )
 
+@final
 class EventStore:
     """The event ring buffer and the non-blocking pipeline that feeds it.
 
@@ -24,7 +38,7 @@ class EventStore:
     between ``add`` and the ring before new ones are dropped.
     """
 
-    def __init__(self, capacity: int = 100_000, queue_capacity: int = 100_000) -> None: ...
+    def __new__(cls, capacity: int = 100_000, queue_capacity: int = 100_000) -> Self: ...
     def add(
         self,
         type: int,
@@ -69,8 +83,9 @@ class EventStore:
     def records(
         self, start: int, count: int
     ) -> list[tuple[int, int, int, int, int, str, str, str, dict[str, int]]]: ...
-    def subscribe_recent(self, count: int = 0, capacity: int = 2000) -> Subscription: ...
-    def subscribe_from(self, start: int, capacity: int = 2000) -> Subscription: ...
+    # ``capacity`` defaults to 2000 events (YuniKorn's stream slack; the Rust constant).
+    def subscribe_recent(self, count: int = 0, capacity: int = ...) -> Subscription: ...
+    def subscribe_from(self, start: int, capacity: int = ...) -> Subscription: ...
     def attach_stream(self, subscription: Subscription, fd: int, write_timeout: float = 5.0) -> StreamTicket:
         """Hands a subscription and its connected socket (HTTP/1.1, headers sent) to the
         stream fan-out thread, which writes its events as chunks from then on."""
@@ -81,6 +96,7 @@ class EventStore:
     @property
     def stopped(self) -> bool: ...
 
+@final
 class Subscription:
     """A cursor over the ring: history first, then live events, as NDJSON chunks."""
 
@@ -99,6 +115,7 @@ class Subscription:
     def closed_reason(self) -> str | None: ...
     def close(self) -> None: ...
 
+@final
 class StreamTicket:
     """A stream attached to the fan-out thread (``EventStore.attach_stream``)."""
 
@@ -114,10 +131,11 @@ class StreamTicket:
     @property
     def events_written(self) -> int: ...
 
+@final
 class NodeIndex:
     """Nodes ordered by (score, node id) under the ``fair`` or ``binpacking`` policy."""
 
-    def __init__(self, policy: str = "fair", weights: Mapping[str, float] | None = None) -> None: ...
+    def __new__(cls, policy: str = "fair", weights: Mapping[str, float] | None = None) -> Self: ...
     def upsert(
         self, node_id: str, total: Mapping[str, int], available: Mapping[str, int], schedulable: bool = True
     ) -> None:
