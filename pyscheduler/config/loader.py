@@ -49,6 +49,7 @@ from pyscheduler.config.queues import (
     normalise_partition_name,
 )
 from pyscheduler.config.validator import ConfigValidationError, validate
+from pyscheduler.config.yaml_limits import YamlLimitError, compose_bounded
 
 __all__ = ["DEFAULT_CONFIG", "checksum", "default_config", "load_config", "parse_and_validate"]
 
@@ -163,10 +164,10 @@ def parse_and_validate(text: str) -> SchedulerConfig:
 
 def _compose(text: str) -> Node | None:
     """The YAML node tree of the single document in ``text`` (``None`` when it is empty)."""
-    # libyaml's parser when PyYAML was built with it: same nodes, much faster.
-    loader_class = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        return yaml.compose(text, Loader=loader_class)
+        return compose_bounded(text)
+    except YamlLimitError as exc:
+        raise ConfigValidationError([str(exc)]) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark is not None else "document"

@@ -55,7 +55,13 @@ from pyscheduler.config.queues import (
     SchedulerConfig,
 )
 
-__all__ = ["ConfigValidationError", "check", "validate"]
+__all__ = ["MAX_QUEUE_DEPTH", "MAX_REPORTED_ERRORS", "ConfigValidationError", "check", "validate"]
+
+#: Levels of a queue tree at most (root is level 1). Far above real trees, and low enough
+#: that every REST endpoint can render the deepest tree (JSON nests two levels per queue).
+MAX_QUEUE_DEPTH: Final = 64
+#: Errors listed at most in one ConfigValidationError; the rest are counted in a last line.
+MAX_REPORTED_ERRORS: Final = 100
 
 # Characters that make a single filter entry a regexp rather than a name (YuniKorn SpecialRegExp).
 _REGEXP_SPECIALS: Final = re.compile(r"[\^$*+?()\[{}|]")
@@ -68,6 +74,10 @@ class ConfigValidationError(ConfigError):
 
     def __init__(self, errors: Sequence[str]) -> None:
         listed = list(errors) or ["invalid configuration"]
+        if len(listed) > MAX_REPORTED_ERRORS:
+            # A hostile or generated file can hold millions of mistakes: report a readable few.
+            more = len(listed) - MAX_REPORTED_ERRORS
+            listed = [*listed[:MAX_REPORTED_ERRORS], f"... and {more:,} more errors"]
         super().__init__("\n".join(listed))
         self.errors = listed
 
@@ -175,8 +185,14 @@ class _Validator:
 
     # -- queue structure -------------------------------------------------------------------
 
-    def queue_tree(self, queue: QueueConfig, path: str, *, is_root: bool = False) -> None:
+    def queue_tree(self, queue: QueueConfig, path: str, *, is_root: bool = False, depth: int = 1) -> None:
         """Names, ACLs, limits, max applications and child template of a subtree."""
+        if depth > MAX_QUEUE_DEPTH:
+            self.add(
+                _at(queue.source, "queues"),
+                f"queue {path}: the queue tree is more than {MAX_QUEUE_DEPTH} levels deep (root is level 1)",
+            )
+            return
         for acl, key in ((queue.submit_acl, "submitacl"), (queue.admin_acl, "adminacl")):
             if acl is not None:
                 try:
@@ -198,7 +214,7 @@ class _Validator:
             self.child_name(child, path, seen)
             self.child_max_applications(queue, child, path)
         for child in queue.queues:
-            self.queue_tree(child, f"{path}.{child.name}")
+            self.queue_tree(child, f"{path}.{child.name}", depth=depth + 1)
 
     def child_name(self, child: QueueConfig, parent_path: str, seen: dict[str, str]) -> None:
         if not QUEUE_NAME_RE.fullmatch(child.name):

@@ -415,8 +415,14 @@ class WorkloadSpec:
         else:
             import yaml  # deferred: only file-based workloads need it
 
+            from pyscheduler.config.yaml_limits import YamlLimitError, check_nesting
+
             try:
+                # Deep nesting crashes PyYAML's C composer: refuse it before loading.
+                check_nesting(text)
                 data = yaml.safe_load(text)
+            except YamlLimitError as exc:
+                raise WorkloadError(str(exc)) from None
             except yaml.YAMLError as exc:
                 raise WorkloadError(f"not valid YAML: {' '.join(str(exc).split())}") from None
         if data is None:
