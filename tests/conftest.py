@@ -9,6 +9,13 @@ consumer thread or publisher outlives its test.
 
 from __future__ import annotations
 
+import os
+
+# Every object mutation in the test run checks that its partition's lock is held
+# (pyscheduler.objects.locking); set before pyscheduler is imported, inherited by the servers
+# and subprocesses the tests start.
+os.environ["PYSCHEDULER_CHECK_LOCKS"] = "1"
+
 import socket
 from collections.abc import Callable, Iterator
 from typing import Any

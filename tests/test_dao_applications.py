@@ -7,6 +7,7 @@ import pytest
 
 from pyscheduler import dao
 from pyscheduler.dao.applications import ask_dao
+from pyscheduler.dao.views import allocation_view
 from pyscheduler.dao.errors import ALLOWED_ACTIVE_STATUSES, ALLOWED_QUEUE_STATES, ALLOWED_STATES, INVALID_QUEUE_NAME
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.scheduler.cycle import QUEUE_QUOTA
@@ -134,7 +135,7 @@ def test_ask_allocation_log_is_ordered_by_last_occurrence() -> None:
     ask.log_failure("second", 200)
     ask.log_failure("first", 300)
     assert list(ask.alloc_log) == ["second", "first"]
-    out = decode(ask_dao(ask), ASK)
+    out = decode(ask_dao(allocation_view(ask)), ASK)
     assert out["allocationLog"] == [
         {"message": "second", "lastOccurrence": 200, "count": 1},
         {"message": "first", "lastOccurrence": 300, "count": 2},
@@ -144,7 +145,7 @@ def test_ask_allocation_log_is_ordered_by_last_occurrence() -> None:
     ask2 = Allocation("k2", "app", res(memory=1))
     for reason in ("x", "y", "x"):
         ask2.log_failure(reason)
-    assert decode(ask_dao(ask2), ASK)["allocationLog"] == [{"message": "y", "count": 1}, {"message": "x", "count": 2}]
+    assert decode(ask_dao(allocation_view(ask2)), ASK)["allocationLog"] == [{"message": "y", "count": 1}, {"message": "x", "count": 2}]
 
 
 # -- lists ---------------------------------------------------------------------------------------------------

@@ -250,7 +250,8 @@ def test_node_total_differs_from_allocated_occupied_and_available(clusters, monk
 def test_orphan_allocation_on_a_node(clusters) -> None:
     c = _busy(clusters)
     ghost = Allocation("ghost", "app-9", res(memory=1), node_id="node-00", allocated=True)
-    c.partition.nodes["node-00"].add_allocation(ghost)
+    with c.partition.lock:  # a bug under the lock, as every change is made
+        c.partition.nodes["node-00"].add_allocation(ghost)
     result = c.health()
     assert _failed(result) == {ORPHAN_NODE, PART_ALLOCATED}
     assert _diagnosis(result, ORPHAN_NODE) == (
@@ -260,7 +261,8 @@ def test_orphan_allocation_on_a_node(clusters) -> None:
 def test_orphan_allocation_on_an_application(clusters) -> None:
     c = _busy(clusters)
     key, node_id = next(iter(c.placements().items()))
-    c.partition.nodes[node_id].remove_allocation(key)
+    with c.partition.lock:
+        c.partition.nodes[node_id].remove_allocation(key)
     result = c.health()
     assert _failed(result) == {ORPHAN_APP, PART_ALLOCATED}
     app_id = c.rm.allocations[key].application_id
@@ -311,7 +313,8 @@ def test_queue_running_apps_differ(clusters) -> None:
 
 def test_root_max_differs_from_the_partition_total(clusters) -> None:
     c = _busy(clusters)
-    c.partition.root.set_max_resource(res(memory=1))
+    with c.partition.lock:
+        c.partition.root.set_max_resource(res(memory=1))
     assert _failed(c.health()) == {ROOT_MAX}
 
 
@@ -356,7 +359,8 @@ def test_reserved_node_not_hidden_by_the_node_order(clusters) -> None:
 
 def test_user_usage_differs_from_the_allocations(clusters) -> None:
     c = _busy(clusters)
-    c.partition.ugm.increase_usage("root.a", "app-1", "alice", (), res(memory=5))
+    with c.partition.lock:
+        c.partition.ugm.increase_usage("root.a", "app-1", "alice", (), res(memory=5))
     result = c.health()
     assert _failed(result) == {UGM}
     assert "user alice at root.a" in _diagnosis(result, UGM)

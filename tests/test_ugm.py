@@ -18,6 +18,7 @@ from pyscheduler.common.clock import ManualClock
 from pyscheduler.common.resources import Resource
 from pyscheduler.events import EventSystem
 from pyscheduler.objects.object_events import UserGroupEvents
+from pyscheduler.objects.locking import LockNotHeldError
 from pyscheduler.objects.ugm import Limit, LimitSpec, UserGroupManager
 
 pytestmark = pytest.mark.timeout(60)
@@ -494,8 +495,13 @@ def test_usage_dao(ugm):
 # --------------------------------------------------------------------------------------------
 
 
-def test_concurrent_increase_and_decrease_keep_usage_consistent(ugm):
-    ugm.set_limits("root", [limit(groups=("shared",), apps=1000)])
+def test_concurrent_increase_and_decrease_keep_usage_consistent(recorder: Recorder) -> None:
+    # The lock model: the partition's lock guards the usage manager, as every object of the
+    # partition; threads that hold it while they change and check usage see it consistent.
+    lock = threading.RLock()
+    ugm = UserGroupManager(UserGroupEvents(recorder), lock)
+    with lock:
+        ugm.set_limits("root", [limit(groups=("shared",), apps=1000)])
     threads_count, rounds = 4, 400
     users = ["u0", "u1"]
     failures: list[str] = []
@@ -508,17 +514,20 @@ def test_concurrent_increase_and_decrease_keep_usage_consistent(ugm):
         for round_ in range(rounds):
             app = f"app-{index}-{round_ % 3}"
             queue = f"root.q{index % 2}.leaf{round_ % 3}"
-            ugm.increase_usage(queue, app, user, ["shared"], res(memory=2, vcore=1))
-            ugm.increase_usage(queue, app, user, ["shared"], res(memory=1))
-            ugm.headroom(queue, app, user, ["shared"])
-            ugm.can_run_app(queue, app, user, ["shared"])
-            ugm.decrease_usage(queue, app, user, ["shared"], res(memory=3, vcore=1), app_done=round_ % 2 == 1)
+            with lock:
+                ugm.increase_usage(queue, app, user, ["shared"], res(memory=2, vcore=1))
+                ugm.increase_usage(queue, app, user, ["shared"], res(memory=1))
+                ugm.headroom(queue, app, user, ["shared"])
+                ugm.can_run_app(queue, app, user, ["shared"])
+            with lock:
+                ugm.decrease_usage(queue, app, user, ["shared"], res(memory=3, vcore=1), app_done=round_ % 2 == 1)
         # every app ends done
         for slot in range(3):
             app = f"app-{index}-{slot}"
-            if ugm.app_group(app) is not None:
-                queue = f"root.q{index % 2}.leaf{slot}"
-                ugm.decrease_usage(queue, app, user, ["shared"], Resource(), app_done=True)
+            with lock:
+                if ugm.app_group(app) is not None:
+                    queue = f"root.q{index % 2}.leaf{slot}"
+                    ugm.decrease_usage(queue, app, user, ["shared"], Resource(), app_done=True)
 
     checks = 0
 
@@ -527,7 +536,8 @@ def test_concurrent_increase_and_decrease_keep_usage_consistent(ugm):
         start.wait()
         # Consistency mid-flight; the pause lets the workers take the lock in between.
         while not done.wait(0.001):
-            failures.extend(ugm.check_consistency())
+            with lock:
+                failures.extend(ugm.check_consistency())
             checks += 1
 
     workers = [threading.Thread(target=worker, args=(i,)) for i in range(threads_count)]
@@ -549,3 +559,15 @@ def test_concurrent_increase_and_decrease_keep_usage_consistent(ugm):
     assert ugm.is_consistent()
     assert ugm.tracked_users() == [] and ugm.tracked_groups() == []
     assert ugm.user_usage("u0") == Resource()
+
+
+def test_changing_usage_without_the_partition_lock_is_caught(recorder: Recorder) -> None:
+    # The test run sets PYSCHEDULER_CHECK_LOCKS=1: a change without the partition's lock raises.
+    lock = threading.RLock()
+    ugm = UserGroupManager(UserGroupEvents(recorder), lock)
+    with pytest.raises(LockNotHeldError, match="user and group usage changed without holding its partition's lock"):
+        ugm.increase_usage("root.a", "app-1", "alice", (), res(memory=1))
+    assert ugm.tracked_users() == []
+    with lock:
+        ugm.increase_usage("root.a", "app-1", "alice", (), res(memory=1))
+    assert ugm.user_usage("alice") == res(memory=1)

@@ -1,6 +1,8 @@
 """Query functions behind YuniKorn's REST API (``/ws/v1/...``).
 
-Each function reads the scheduler under the objects' locks, changes nothing and returns plain
+Each function copies the plain values it needs under the partition's lock (the lock model of
+:mod:`pyscheduler.objects.locking`), builds its answer after releasing it, changes nothing and
+returns plain
 JSON-ready data (dict, list, str, int, bool, float) shaped exactly like YuniKorn's DAO structs:
 the same keys, ``omitempty`` applied (zero values left out), maps with sorted keys, int64 values
 as ints. A bad request raises :class:`DAOError` (``status``, ``message``): :class:`NotFound` or

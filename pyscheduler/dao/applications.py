@@ -1,9 +1,8 @@
 """Applications, their asks and allocations (YuniKorn's ApplicationDAOInfo, AllocationAskDAOInfo,
 AllocationDAOInfo) and the application endpoints.
 
-Locks: the partition's lock is held while a partition's applications are read (it orders every
-change to them, reservations included); each application is then read under its own lock, one
-at a time (partition -> application). Nothing is changed.
+Locks: the partition's lock is held only while the applications' values are copied
+(:mod:`pyscheduler.dao.views`); the JSON is built after it is released. Nothing is changed.
 """
 
 from __future__ import annotations
@@ -12,6 +11,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from pyscheduler.dao._common import INT32_MIN, find_partition, put, res_map, sorted_map, validate_queue_path
+from pyscheduler.dao.views import AllocationView, AppView, app_view
 from pyscheduler.dao.errors import (
     ALLOWED_ACTIVE_STATUSES,
     ALLOWED_QUEUE_STATES,
@@ -25,7 +25,6 @@ from pyscheduler.objects.application_state import AppState
 from pyscheduler.scheduler.context import external_name
 
 if TYPE_CHECKING:
-    from pyscheduler.objects.allocation import Allocation
     from pyscheduler.objects.application import Application
     from pyscheduler.objects.partition import Partition
     from pyscheduler.objects.queue import Queue
@@ -55,11 +54,11 @@ ACTIVE_STATUSES = frozenset(
 _FINISHED_STATES = (AppState.COMPLETED, AppState.FAILED, AppState.REJECTED)
 
 
-# -- DAO builders ---------------------------------------------------------------------------------
+# -- DAO builders (from views copied under the partition's lock; no lock held here) ----------------
 
 
-def allocation_dao(alloc: Allocation) -> dict[str, Any]:
-    """AllocationDAOInfo of a placed allocation (caller holds its application's lock)."""
+def allocation_dao(alloc: AllocationView) -> dict[str, Any]:
+    """AllocationDAOInfo of a placed allocation."""
     out: dict[str, Any] = {"allocationKey": alloc.allocation_key}
     put(out, "allocationTags", sorted_map(alloc.tags))
     request_time = alloc.create_time_ns
@@ -78,15 +77,14 @@ def allocation_dao(alloc: Allocation) -> dict[str, Any]:
     return out
 
 
-def _allocation_log(ask: Allocation) -> list[dict[str, Any]]:
+def _allocation_log(ask: AllocationView) -> list[dict[str, Any]]:
     """``[{message, lastOccurrence, count}]`` oldest last occurrence first. The log keeps its
-    entries in last-occurrence order; ``alloc_log_time`` has the time when the caller gave one."""
-    times = ask.alloc_log_time
+    entries in last-occurrence order; an entry has its time when the caller gave one."""
     entries = []
-    for message, count in list(ask.alloc_log.items()):
+    for message, count, last in ask.log:
         entry: dict[str, Any] = {}
         put(entry, "message", message)
-        put(entry, "lastOccurrence", int(times.get(message, 0)))
+        put(entry, "lastOccurrence", int(last))
         put(entry, "count", int(count))
         entries.append(entry)
     # A stable sort: entries without a time keep the log's last-occurrence order.
@@ -94,8 +92,8 @@ def _allocation_log(ask: Allocation) -> list[dict[str, Any]]:
     return entries
 
 
-def ask_dao(ask: Allocation) -> dict[str, Any]:
-    """AllocationAskDAOInfo of a pending ask (caller holds its application's lock)."""
+def ask_dao(ask: AllocationView) -> dict[str, Any]:
+    """AllocationAskDAOInfo of a pending ask."""
     out: dict[str, Any] = {"allocationKey": ask.allocation_key}
     put(out, "allocationTags", sorted_map(ask.tags))
     put(out, "requestTime", ask.create_time_ns)
@@ -114,10 +112,10 @@ def ask_dao(ask: Allocation) -> dict[str, Any]:
     return out
 
 
-def _placeholder_data(asks: Iterable[Allocation], allocations: Iterable[Allocation]) -> list[dict[str, Any]]:
+def _placeholder_data(allocs: Iterable[AllocationView]) -> list[dict[str, Any]]:
     """Per task group: the placeholders the application has now (asks and allocations)."""
     groups: dict[str, tuple[int, Any]] = {}
-    for alloc in list(asks) + list(allocations):
+    for alloc in allocs:
         if not alloc.placeholder:
             continue
         count, minimum = groups.get(alloc.task_group_name, (0, alloc.resource))
@@ -133,69 +131,65 @@ def _placeholder_data(asks: Iterable[Allocation], allocations: Iterable[Allocati
     return out
 
 
-def application_dao(partition: Partition, app: Application) -> dict[str, Any]:
-    """ApplicationDAOInfo. The caller holds the partition's lock; the application is read under
-    its own lock."""
-    reservations = sorted(r.allocation_key for r in partition.reservations.of_app(app.app_id))
-    with app.lock:
-        queue = app.queue
-        asks = app.sorted_asks()
-        allocations = sorted(app.allocations.values(), key=lambda a: (a.allocation_time_ns, a.allocation_key))
-        requests = [ask_dao(ask) for ask in asks if not ask.allocated]
-        allocation_daos = [allocation_dao(a) for a in allocations]
-        placeholders = _placeholder_data(asks, allocations)
-        state_log = list(app.state_log)
-        max_priority = app.max_ask_priority
-        out: dict[str, Any] = {"applicationID": app.app_id}
-        put(out, "usedResource", res_map(app.allocated, prune=True))
-        put(out, "maxUsedResource", res_map(app.max_allocated(), prune=True))
-        put(out, "pendingResource", res_map(app.pending, prune=True))
-        out["partition"] = external_name(app.partition)
-        out["queueName"] = queue.path if queue is not None else app.queue_name
-        put(out, "submissionTime", app.submission_time_ns)
-        # The first entry is the application's creation (New): YuniKorn logs transitions only.
-        transitions = state_log[1:]
-        finished = next((t for s, t in transitions if s in _FINISHED_STATES), 0)
-        put(out, "finishedTime", finished)
-        put(out, "requests", requests)
-        put(out, "allocations", allocation_daos)
-        put(out, "applicationState", app.state.value)
-        put(out, "user", app.user)
-        put(out, "groups", list(app.groups))
-        put(out, "rejectedMessage", app.rejected_message)
-        put(out, "stateLog", [{"time": t, "applicationState": s.value} for s, t in transitions])
-        put(out, "placeholderData", placeholders)
-        put(out, "hasReserved", bool(reservations))
-        put(out, "reservations", reservations)
-        # YuniKorn keeps the minimum int32 priority while no ask is pending.
-        put(out, "maxRequestPriority", max_priority if max_priority is not None else INT32_MIN)
-        started = next((t for s, t in transitions if s is AppState.RUNNING), 0)
-        put(out, "startTime", started // 1_000_000)
-        # A Go struct value: always encoded, even with omitempty; its empty maps are left out.
-        history: dict[str, Any] = {}
-        for key, tracked in (
-            ("resourceUsage", app.used_history),
-            ("preemptedResource", app.preempted_history),
-            ("placeholderResource", app.placeholder_history),
-        ):
-            if tracked:
-                history[key] = tracked.as_map()
-        out["resourceHistory"] = history
+def application_dao(app: AppView) -> dict[str, Any]:
+    """ApplicationDAOInfo."""
+    out: dict[str, Any] = {"applicationID": app.app_id}
+    put(out, "usedResource", res_map(app.allocated, prune=True))
+    put(out, "maxUsedResource", res_map(app.max_allocated, prune=True))
+    put(out, "pendingResource", res_map(app.pending, prune=True))
+    out["partition"] = external_name(app.partition)
+    out["queueName"] = app.queue_path
+    put(out, "submissionTime", app.submission_time_ns)
+    # The first entry is the application's creation (New): YuniKorn logs transitions only.
+    transitions = app.state_log[1:]
+    finished = next((t for s, t in transitions if s in _FINISHED_STATES), 0)
+    put(out, "finishedTime", finished)
+    put(out, "requests", [ask_dao(ask) for ask in app.asks if not ask.allocated])
+    put(out, "allocations", [allocation_dao(a) for a in app.allocations])
+    put(out, "applicationState", app.state.value)
+    put(out, "user", app.user)
+    put(out, "groups", list(app.groups))
+    put(out, "rejectedMessage", app.rejected_message)
+    put(out, "stateLog", [{"time": t, "applicationState": s.value} for s, t in transitions])
+    put(out, "placeholderData", _placeholder_data((*app.asks, *app.allocations)))
+    put(out, "hasReserved", bool(app.reservations))
+    put(out, "reservations", list(app.reservations))
+    # YuniKorn keeps the minimum int32 priority while no ask is pending.
+    max_priority = app.max_ask_priority
+    put(out, "maxRequestPriority", max_priority if max_priority is not None else INT32_MIN)
+    started = next((t for s, t in transitions if s is AppState.RUNNING), 0)
+    put(out, "startTime", started // 1_000_000)
+    # A Go struct value: always encoded, even with omitempty; its empty maps are left out.
+    history: dict[str, Any] = {}
+    for key, tracked in (
+        ("resourceUsage", app.used_history),
+        ("preemptedResource", app.preempted_history),
+        ("placeholderResource", app.placeholder_history),
+    ):
+        if tracked:
+            history[key] = tracked
+    out["resourceHistory"] = history
     return out
 
 
-def _daos(partition: Partition, apps: Iterable[Application]) -> list[dict[str, Any]]:
-    return [application_dao(partition, app) for app in sorted(apps, key=lambda a: a.app_id)]
+def _views(partition: Partition, apps: Iterable[Application]) -> list[AppView]:
+    """Views of ``apps`` by id; the caller holds the partition's lock."""
+    return [app_view(partition, app) for app in sorted(apps, key=lambda a: a.app_id)]
+
+
+def _daos(views: Iterable[AppView]) -> list[dict[str, Any]]:
+    return [application_dao(view) for view in views]
 
 
 def all_application_daos(partition: Partition) -> list[dict[str, Any]]:
     """Live, completed and rejected applications of a partition (the state dump's list)."""
     with partition.lock:
-        return (
-            _daos(partition, partition.applications.values())
-            + _daos(partition, partition.completed_applications.values())
-            + _daos(partition, partition.rejected_applications.values())
+        views = (
+            _views(partition, partition.applications.values())
+            + _views(partition, partition.completed_applications.values())
+            + _views(partition, partition.rejected_applications.values())
         )
+    return _daos(views)
 
 
 # -- endpoints ------------------------------------------------------------------------------------
@@ -209,8 +203,7 @@ def _queue_of(partition: Partition, queue_name: str) -> Queue:
 
 
 def _queue_apps(queue: Queue) -> list[Application]:
-    with queue.lock:
-        return list(queue.applications.values())
+    return list(queue.applications.values())
 
 
 def queue_applications(ctx: ClusterContext, partition: str, queue_name: str) -> list[dict[str, Any]]:
@@ -219,7 +212,8 @@ def queue_applications(ctx: ClusterContext, partition: str, queue_name: str) -> 
     part = find_partition(ctx, partition)
     with part.lock:
         queue = _queue_of(part, queue_name)
-        return _daos(part, _queue_apps(queue))
+        views = _views(part, _queue_apps(queue))
+    return _daos(views)
 
 
 def queue_application(ctx: ClusterContext, partition: str, queue_name: str, app_id: str) -> dict[str, Any]:
@@ -232,11 +226,11 @@ def queue_application(ctx: ClusterContext, partition: str, queue_name: str, app_
         else:
             validate_queue_path(queue_name)
             queue = _queue_of(part, queue_name)
-            with queue.lock:
-                app = queue.applications.get(app_id)
+            app = queue.applications.get(app_id)
         if app is None:
             raise NotFound(APPLICATION_NOT_FOUND)
-        return application_dao(part, app)
+        view = app_view(part, app)
+    return application_dao(view)
 
 
 def application(ctx: ClusterContext, partition: str, app_id: str) -> dict[str, Any]:
@@ -268,7 +262,8 @@ def applications_by_state(
             apps = list(part.completed_applications.values())
         else:
             raise BadRequest(ALLOWED_STATES)
-        return _daos(part, apps)
+        views = _views(part, apps)
+    return _daos(views)
 
 
 def queue_applications_by_state(
@@ -283,4 +278,5 @@ def queue_applications_by_state(
             raise BadRequest(ALLOWED_QUEUE_STATES)
         wanted = _status_filter(status)
         apps = [a for a in _queue_apps(queue) if not wanted or a.state.value.lower() == wanted]
-        return _daos(part, apps)
+        views = _views(part, apps)
+    return _daos(views)

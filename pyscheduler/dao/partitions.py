@@ -1,7 +1,7 @@
 """Partitions (YuniKorn's PartitionInfo) and their placement rules (RuleDAO).
 
-Locks: each partition's lock is held while it is read, then the root queue's and each
-application's, one at a time (partition -> queue -> application). Nothing is changed.
+Locks: each partition's lock is held only while its values are copied; the JSON is built
+after. Nothing is changed.
 """
 
 from __future__ import annotations
@@ -24,47 +24,50 @@ RECOVERY_RULE = RecoveryRule.kind
 
 
 def _live_allocations(partition: Partition) -> int:
-    count = 0
-    for app in list(partition.applications.values()):
-        with app.lock:
-            count += len(app.allocations)
-    return count
+    return sum(len(app.allocations) for app in partition.applications.values())
 
 
 def partition_info(partition: Partition) -> dict[str, Any]:
     """PartitionInfo of one partition."""
-    with partition.lock:
-        total = res_map(partition.total)
-        with partition.root.lock:
-            used = res_map(partition.root.allocated, prune=True)
+    with partition.lock:  # copy the values; build the JSON after
+        total_resource = partition.total
+        used_resource = partition.root.allocated
         states: Counter[str] = Counter()
         for table in (partition.applications, partition.completed_applications, partition.rejected_applications):
-            for app in list(table.values()):
+            for app in table.values():
                 states[app.state.value] += 1
-        applications = sorted_map(states)
-        applications["total"] = sum(states.values())
-        applications = sorted_map(applications)
-        capacity: dict[str, Any] = {}
-        put(capacity, "capacity", total)
-        put(capacity, "usedCapacity", used)
-        put(capacity, "utilization", abs_used_capacity(total, used))
-        policy: dict[str, Any] = {}
-        put(policy, "type", partition.node_sort_policy)
-        put(policy, "resourceWeights", {k: float(v) for k, v in sorted(partition.resource_weights.items())})
-        out: dict[str, Any] = {
-            "clusterId": partition.rm_id,
-            "name": external_name(partition.name),
-            "capacity": capacity,
-            "nodeSortingPolicy": policy,
-            "preemptionEnabled": bool(partition.preemption_enabled),
-            "quotaPreemptionEnabled": bool(partition.quota_preemption_enabled),
-        }
-        put(out, "totalNodes", len(partition.nodes))
-        out["applications"] = applications
-        put(out, "totalContainers", _live_allocations(partition))
-        put(out, "state", partition.state.value)
-        put(out, "lastStateTransitionTime", partition.state_time_ns)
-        return out
+        sort_policy = partition.node_sort_policy
+        weights = dict(partition.resource_weights)
+        preemption, quota_preemption = bool(partition.preemption_enabled), bool(partition.quota_preemption_enabled)
+        total_nodes = len(partition.nodes)
+        containers = _live_allocations(partition)
+        state, state_time = partition.state.value, partition.state_time_ns
+    total = res_map(total_resource)
+    used = res_map(used_resource, prune=True)
+    applications = sorted_map(states)
+    applications["total"] = sum(states.values())
+    applications = sorted_map(applications)
+    capacity: dict[str, Any] = {}
+    put(capacity, "capacity", total)
+    put(capacity, "usedCapacity", used)
+    put(capacity, "utilization", abs_used_capacity(total, used))
+    policy: dict[str, Any] = {}
+    put(policy, "type", sort_policy)
+    put(policy, "resourceWeights", {k: float(v) for k, v in sorted(weights.items())})
+    out: dict[str, Any] = {
+        "clusterId": partition.rm_id,
+        "name": external_name(partition.name),
+        "capacity": capacity,
+        "nodeSortingPolicy": policy,
+        "preemptionEnabled": preemption,
+        "quotaPreemptionEnabled": quota_preemption,
+    }
+    put(out, "totalNodes", total_nodes)
+    out["applications"] = applications
+    put(out, "totalContainers", containers)
+    put(out, "state", state)
+    put(out, "lastStateTransitionTime", state_time)
+    return out
 
 
 def partitions(ctx: ClusterContext) -> list[dict[str, Any]]:

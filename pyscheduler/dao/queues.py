@@ -1,16 +1,14 @@
 """Queues (YuniKorn's PartitionQueueDAOInfo): ``/partition/{p}/queues`` and ``/queue/{q}``.
 
-Locks: the partition's lock is held for the whole tree (it orders queue creation, removal and
-usage changes); each queue is read under its own lock, one at a time, and never while another
-queue's lock is held (partition -> queue). Nothing is changed.
+Locks: the partition's lock is held only while the queues' values are copied (:class:`QueueView`);
+the JSON is built after it is released. Nothing is changed.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyscheduler.dao._common import (
-    INT32_MIN,
     abs_used_capacity,
     find_partition,
     go_duration,
@@ -25,11 +23,12 @@ from pyscheduler.objects.queue import PRIORITY_POLICY, SORT_PRIORITY, parse_prio
 from pyscheduler.scheduler.context import external_name
 
 if TYPE_CHECKING:
+    from pyscheduler.common.resources import Resource
     from pyscheduler.objects.partition import Partition
     from pyscheduler.objects.queue import Queue, QueueSettings
     from pyscheduler.scheduler.context import ClusterContext
 
-__all__ = ["queue", "queue_dao", "queues"]
+__all__ = ["QueueView", "queue", "queue_dao", "queue_view", "queues"]
 
 # Queue properties YuniKorn reads (configs/configvalidator.go); the priority ones are the queue's.
 PREEMPTION_POLICY = "preemption.policy"
@@ -72,63 +71,88 @@ def _template_dao(template: QueueSettings) -> dict[str, Any]:
     return out
 
 
-def _current_priorities(root: Queue) -> dict[str, int]:
-    """YuniKorn's currentPriority of every queue, as the queues keep it for the scheduling cycle
-    (``Queue.current_priority``: the highest pending ask priority below, the offset added or a
-    fence's offset only; the minimum int32 with nothing pending)."""
-    result: dict[str, int] = {}
-    for queue in root.walk():
-        with queue.lock:
-            result[queue.path] = queue.current_priority
-    return result
+class QueueView(NamedTuple):
+    """One queue's values (and its children's, for a subtree), copied under the partition's lock."""
+
+    path: str
+    partition: str
+    state: str
+    parent_path: str
+    is_leaf: bool
+    managed: bool
+    settings: QueueSettings
+    template: QueueSettings | None
+    properties: dict[str, str]
+    allocated: Resource
+    pending: Resource
+    headroom: Resource | None
+    running_apps: int
+    current_priority: int
+    sort_policy: str
+    child_paths: tuple[str, ...]
+    #: The children's views with ``subtree``, else None.
+    children: tuple[QueueView, ...] | None
 
 
-def queue_dao(
-    partition: Partition, queue: Queue, *, subtree: bool, priorities: dict[str, int] | None = None
-) -> dict[str, Any]:
-    """PartitionQueueDAOInfo of one queue; ``subtree`` adds ``children`` recursively. The caller
-    holds the partition's lock."""
-    if priorities is None:
-        priorities = _current_priorities(partition.root)
-    headroom = queue.headroom()  # walks the path, one queue lock at a time
-    with queue.lock:
-        children = sorted(queue.children.values(), key=lambda q: q.name)
-        properties = dict(queue.properties)
-        settings = queue.settings
-        allocated = res_map(queue.allocated, prune=True)
-        pending = res_map(queue.pending, prune=True)
-        running = queue.running_apps
-        state = queue.state.value
-        is_leaf = queue.is_leaf
-        managed = queue.is_managed
+def queue_view(partition: Partition, queue: Queue, *, subtree: bool) -> QueueView:
+    """The caller holds the partition's lock. ``current_priority`` is YuniKorn's
+    currentPriority as the queue keeps it for the scheduling cycle (``Queue.current_priority``:
+    the highest pending ask priority below, the offset added or a fence's offset only; the
+    minimum int32 with nothing pending)."""
+    children = sorted(queue.children.values(), key=lambda q: q.name)
+    return QueueView(
+        queue.path,
+        partition.name,
+        queue.state.value,
+        queue.parent.path if queue.parent is not None else "",
+        queue.is_leaf,
+        queue.is_managed,
+        queue.settings,
+        _template(queue),
+        dict(queue.properties),
+        queue.allocated,
+        queue.pending,
+        queue.headroom(),
+        queue.running_apps,
+        queue.current_priority,
+        queue.sort_policy,
+        tuple(child.path for child in children),
+        tuple(queue_view(partition, child, subtree=True) for child in children) if subtree else None,
+    )
+
+
+def queue_dao(queue: QueueView) -> dict[str, Any]:
+    """PartitionQueueDAOInfo of one queue (with ``children`` when the view has them)."""
+    properties = queue.properties
+    settings = queue.settings
+    allocated = res_map(queue.allocated, prune=True)
     maximum = settings.max_resource
-    template = _template(queue)
     preemption_policy = properties.get(PREEMPTION_POLICY, "").lower()
 
     out: dict[str, Any] = {"queuename": queue.path}
-    put(out, "status", state)
-    out["partition"] = external_name(partition.name)
-    put(out, "pendingResource", pending)
+    put(out, "status", queue.state)
+    out["partition"] = external_name(queue.partition)
+    put(out, "pendingResource", res_map(queue.pending, prune=True))
     put(out, "maxResource", res_map(maximum))
     put(out, "guaranteedResource", res_map(settings.guaranteed))
     put(out, "allocatedResource", allocated)
     # preemptingResource: nothing is preempted here yet.
-    put(out, "headroom", res_map(headroom))
-    out["isLeaf"] = is_leaf
-    out["isManaged"] = managed
+    put(out, "headroom", res_map(queue.headroom))
+    out["isLeaf"] = queue.is_leaf
+    out["isManaged"] = queue.managed
     put(out, "properties", sorted_map(properties))
-    put(out, "parent", queue.parent.path if queue.parent is not None else "")
-    if template is not None:
-        out["template"] = _template_dao(template)
-    if subtree:
-        put(out, "children", [queue_dao(partition, child, subtree=True, priorities=priorities) for child in children])
-    put(out, "childNames", [child.path for child in children])
+    put(out, "parent", queue.parent_path)
+    if queue.template is not None:
+        out["template"] = _template_dao(queue.template)
+    if queue.children is not None:
+        put(out, "children", [queue_dao(child) for child in queue.children])
+    put(out, "childNames", list(queue.child_paths))
     put(out, "absUsedCapacity", abs_used_capacity(maximum, allocated))
     put(out, "maxRunningApps", settings.max_applications)
-    put(out, "runningApps", running)
-    out["currentPriority"] = priorities.get(queue.path, INT32_MIN)
+    put(out, "runningApps", queue.running_apps)
+    out["currentPriority"] = queue.current_priority
     # allocatingAcceptedApps: not tracked (apps are counted running from their first allocation).
-    put(out, "sortingPolicy", queue.sort_policy if is_leaf else "fair")
+    put(out, "sortingPolicy", queue.sort_policy if queue.is_leaf else "fair")
     out["prioritySorting"] = properties.get(SORT_PRIORITY, "").lower() != "disabled"
     out["preemptionEnabled"] = preemption_policy != "disabled"
     out["isPreemptionFence"] = preemption_policy == "fence"
@@ -142,7 +166,8 @@ def queues(ctx: ClusterContext, partition: str) -> dict[str, Any]:
     """``/partition/{p}/queues``: the root queue with every queue below it."""
     part = find_partition(ctx, partition)
     with part.lock:
-        return queue_dao(part, part.root, subtree=True)
+        view = queue_view(part, part.root, subtree=True)
+    return queue_dao(view)
 
 
 def queue(ctx: ClusterContext, partition: str, queue_name: str, subtree: bool = False) -> dict[str, Any]:
@@ -154,4 +179,5 @@ def queue(ctx: ClusterContext, partition: str, queue_name: str, subtree: bool = 
         found = part.get_queue(queue_name) if queue_name else None
         if found is None:
             raise NotFound(QUEUE_NOT_FOUND)
-        return queue_dao(part, found, subtree=subtree)
+        view = queue_view(part, found, subtree=subtree)
+    return queue_dao(view)

@@ -1,7 +1,7 @@
 """Scheduler-wide endpoints: clusters, health check, node utilisations, history, configuration
 and configuration validation.
 
-Locks: partitions are read under their own lock, nodes under theirs (partition -> node); the
+Locks: each partition's lock is held only while its values are copied; the
 configuration objects are immutable. Nothing is changed, except the health checker's own last
 result.
 """
@@ -200,17 +200,15 @@ def _bucket(percent: int) -> int:
 def partition_node_utilization(partition: Partition) -> dict[str, Any]:
     """PartitionNodesUtilDAOInfo: per resource type, the partition's nodes in 10 buckets."""
     buckets: dict[str, list[list[str]]] = {}
-    with partition.lock:
-        for node_id in sorted(partition.nodes):
-            node = partition.nodes[node_id]
-            with node.lock:
-                capacity = dict(node.total)
-                allocated = dict(node.allocated)
-            percent = abs_used_capacity(capacity, allocated)
-            for kind in capacity:
-                idx = _bucket(percent[kind]) if kind in percent else 0
-                buckets.setdefault(kind, [[] for _ in range(10)])[idx].append(node_id)
-        out: dict[str, Any] = {"clusterId": partition.rm_id, "partition": external_name(partition.name)}
+    with partition.lock:  # copy (Resources are immutable); bucket after
+        usage = [(node_id, node.total, node.allocated) for node_id, node in sorted(partition.nodes.items())]
+    for node_id, total, used in usage:
+        capacity = dict(total)
+        percent = abs_used_capacity(capacity, dict(used))
+        for kind in capacity:
+            idx = _bucket(percent[kind]) if kind in percent else 0
+            buckets.setdefault(kind, [[] for _ in range(10)])[idx].append(node_id)
+    out: dict[str, Any] = {"clusterId": partition.rm_id, "partition": external_name(partition.name)}
     utilizations = []
     for kind in sorted(buckets):
         entries = []

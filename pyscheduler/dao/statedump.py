@@ -16,7 +16,7 @@ from pyscheduler.dao._common import sorted_partitions
 from pyscheduler.dao.applications import all_application_daos
 from pyscheduler.dao.nodes import partition_node_daos
 from pyscheduler.dao.partitions import partition_info, partition_rule_daos
-from pyscheduler.dao.queues import queue_dao
+from pyscheduler.dao.queues import queue_dao, queue_view
 from pyscheduler.dao.scheduler_info import clusters, config_dao, history_apps, history_containers
 from pyscheduler.scheduler.context import external_name
 
@@ -47,10 +47,11 @@ def fullstatedump(
     """The aggregated state. Without a history both history lists are empty."""
     with _DUMP_LOCK:
         partitions = sorted_partitions(ctx)
-        queues = []
+        views = []
         for partition in partitions:
             with partition.lock:
-                queues.append(queue_dao(partition, partition.root, subtree=True))
+                views.append(queue_view(partition, partition.root, subtree=True))
+        queues = [queue_dao(view) for view in views]
         return {
             "timestamp": ctx.clock.now_ns(),
             "partitions": [partition_info(p) for p in partitions],

@@ -6,7 +6,8 @@ paths; here each partition tracks its own, so the trackers of every partition ar
 same user in two partitions is one entry whose usage at each queue path is the sum. The
 partition parameter is ignored, as upstream does.
 
-Locks: each manager's own lock, taken by its ``usage_dao`` call (a leaf lock). Nothing is changed.
+Locks: each partition's lock, held only while its manager copies its usage (``usage_dao``, plain
+values); the merge and the JSON come after. Nothing is changed.
 """
 
 from __future__ import annotations
@@ -68,7 +69,9 @@ def _collect(ctx: ClusterContext, kind: str) -> dict[str, dict[str, Any]]:
     merged: dict[str, dict[str, Any]] = {}
     name_key = "userName" if kind == "users" else "groupName"
     for partition in sorted_partitions(ctx):
-        for entry in partition.ugm.usage_dao()[kind]:
+        with partition.lock:  # the manager's usage_dao copies its trees into plain values
+            entries = partition.ugm.usage_dao()[kind]
+        for entry in entries:
             name = entry[name_key]
             seen = merged.get(name)
             if seen is None:

@@ -25,6 +25,7 @@ from pyscheduler.objects.application_state import (
     AppState,
     next_state,
 )
+from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import AppEvents
 from pyscheduler.objects.tracked_resource import TrackedResource
 from pyscheduler.objects.queue import Queue
@@ -55,7 +56,7 @@ class StateUpdate:
 
 
 class Application:
-    """One application of a partition. Lock order: after its queue, before nodes."""
+    """One application of a partition (guarded by the partition's lock)."""
 
     def __init__(
         self,
@@ -82,7 +83,9 @@ class Application:
         self.user = user
         self.groups = tuple(groups)
         self.tags = dict(tags)
-        self.lock = threading.RLock()
+        #: The partition's lock, set when the partition adds the application (see
+        #: pyscheduler.objects.locking).
+        self.graph_lock: threading.RLock | None = None
         self._clock = clock
         self._events = events
         self._notify = notify
@@ -122,15 +125,16 @@ class Application:
 
     def handle(self, event: AppEvent, message: str = "") -> AppState:
         """Applies ``event``; raises InvalidTransition when the state does not accept it."""
-        with self.lock:
-            old = self.state
-            new = next_state(self.app_id, old, event)
-            if new is old:
-                return new
-            now_ns = self._clock.now_ns()
-            self.state = new
-            self.state_log.append((new, now_ns))
-            self._enter(old, new)
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"application {self.app_id}")
+        old = self.state
+        new = next_state(self.app_id, old, event)
+        if new is old:
+            return new
+        now_ns = self._clock.now_ns()
+        self.state = new
+        self.state_log.append((new, now_ns))
+        self._enter(old, new)
         self._events.state_change(self.app_id, STATE_EVENT_DETAIL[new], message)
         if new is not AppState.REJECTED:
             self._notify(StateUpdate(self.app_id, new.value, now_ns, message))
@@ -156,22 +160,21 @@ class Application:
 
     def tick(self) -> AppState | None:
         """Fires the timers that are due; returns the new state when one fired."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"application {self.app_id}")
         now = self._clock.monotonic()
-        with self.lock:
-            completing = self._completing_deadline is not None and now >= self._completing_deadline
-            expire = self._expire_deadline is not None and now >= self._expire_deadline
+        completing = self._completing_deadline is not None and now >= self._completing_deadline
+        expire = self._expire_deadline is not None and now >= self._expire_deadline
         if completing:
             return self.handle(AppEvent.COMPLETE)
         if expire:
-            with self.lock:
-                self._expire_deadline = None
+            self._expire_deadline = None
             return self.handle(AppEvent.EXPIRE)
         return None
 
     def _check_completion(self) -> None:
         """Nothing pending and nothing allocated: the app starts completing."""
-        with self.lock:
-            done = not self.asks and not self.allocations and self.state in (AppState.ACCEPTED, AppState.RUNNING)
+        done = not self.asks and not self.allocations and self.state in (AppState.ACCEPTED, AppState.RUNNING)
         if done:
             self.handle(AppEvent.COMPLETE)
 
@@ -186,8 +189,7 @@ class Application:
 
     def sorted_asks(self) -> list[Allocation]:
         """Pending asks: priority descending, then oldest first, then key."""
-        with self.lock:
-            return [ask for _, ask in self._ordered]
+        return [ask for _, ask in self._ordered]
 
     def iter_asks(self) -> Iterator[Allocation]:
         """The pending asks in order, without a copy: for the scheduling cycle, which stops
@@ -211,8 +213,8 @@ class Application:
 
     def _report_to_queue(self, before: tuple[int | None, int], after: tuple[int | None, int]) -> None:
         """Tells the queue when this application's fifo keys changed (its priority, or whether
-        it has asks at all): the queue's incremental scheduling state follows. Called without
-        this application's lock (lock order: queue before application)."""
+        it has asks at all): the queue's incremental scheduling state follows (under the
+        partition's lock, as every change)."""
         if before != after and self.queue is not None:
             self.queue.app_asks_changed(self, after[0])
 
@@ -228,19 +230,20 @@ class Application:
     def add_ask(self, ask: Allocation) -> None:
         """A new ask, or a new size for a pending one. A first ask (or one arriving while
         Completing) runs the application."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"application {self.app_id}")
         assert self.queue is not None, "an application gets asks only once placed"
-        with self.lock:
-            before = self._fifo_keys()
-            old = self.asks.get(ask.allocation_key)
-            delta = ask.resource - old.resource if old is not None else ask.resource
-            if old is not None:
-                self._unindex_ask(old)
-            self.asks[ask.allocation_key] = ask
-            self._index_ask(ask)
-            self.pending = self.pending + delta
-            self._note_create_time(ask)
-            run = self.state in (AppState.NEW, AppState.COMPLETING)
-            after = self._fifo_keys()
+        before = self._fifo_keys()
+        old = self.asks.get(ask.allocation_key)
+        delta = ask.resource - old.resource if old is not None else ask.resource
+        if old is not None:
+            self._unindex_ask(old)
+        self.asks[ask.allocation_key] = ask
+        self._index_ask(ask)
+        self.pending = self.pending + delta
+        self._note_create_time(ask)
+        run = self.state in (AppState.NEW, AppState.COMPLETING)
+        after = self._fifo_keys()
         self.queue.inc_pending(delta)
         self._report_to_queue(before, after)
         if run:
@@ -248,15 +251,16 @@ class Application:
         self._events.ask_added(self.app_id, ask.allocation_key, ask.resource)
 
     def remove_ask(self, key: str, detail: EventChangeDetail = EventChangeDetail.REQUEST_CANCEL) -> Allocation | None:
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"application {self.app_id}")
         assert self.queue is not None
-        with self.lock:
-            before = self._fifo_keys()
-            ask = self.asks.pop(key, None)
-            if ask is None:
-                return None
-            self._unindex_ask(ask)
-            self.pending = self.pending - ask.resource
-            after = self._fifo_keys()
+        before = self._fifo_keys()
+        ask = self.asks.pop(key, None)
+        if ask is None:
+            return None
+        self._unindex_ask(ask)
+        self.pending = self.pending - ask.resource
+        after = self._fifo_keys()
         self.queue.dec_pending(ask.resource)
         self._report_to_queue(before, after)
         self._events.ask_removed(self.app_id, key, ask.resource, detail)
@@ -271,16 +275,17 @@ class Application:
         """Turns a pending ask into an allocation on ``node_id`` (the node already holds it).
         ``on_usage`` updates user/group usage between the state change and the APP event,
         in YuniKorn's order."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"application {self.app_id}")
         assert self.queue is not None
-        with self.lock:
-            before = self._fifo_keys()
-            if self.asks.pop(ask.allocation_key, None) is not None:
-                self._unindex_ask(ask)
-            ask.place(node_id, self._clock.now_ns(), instance_type)
-            self.allocations[ask.allocation_key] = ask
-            self.pending = self.pending - ask.resource
-            self.allocated = self.allocated + ask.resource
-            after = self._fifo_keys()
+        before = self._fifo_keys()
+        if self.asks.pop(ask.allocation_key, None) is not None:
+            self._unindex_ask(ask)
+        ask.place(node_id, self._clock.now_ns(), instance_type)
+        self.allocations[ask.allocation_key] = ask
+        self.pending = self.pending - ask.resource
+        self.allocated = self.allocated + ask.resource
+        after = self._fifo_keys()
         self.queue.dec_pending(ask.resource)
         self.queue.inc_allocated(ask.resource)
         self._report_to_queue(before, after)
@@ -290,13 +295,14 @@ class Application:
 
     def recover_allocation(self, alloc: Allocation, on_usage: Callable[[Allocation], None]) -> None:
         """An allocation the RM already placed (recovery): counted even past queue max."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"application {self.app_id}")
         assert self.queue is not None
-        with self.lock:
-            before = self._fifo_keys()
-            self.allocations[alloc.allocation_key] = alloc
-            self.allocated = self.allocated + alloc.resource
-            self._note_create_time(alloc)
-            after = self._fifo_keys()
+        before = self._fifo_keys()
+        self.allocations[alloc.allocation_key] = alloc
+        self.allocated = self.allocated + alloc.resource
+        self._note_create_time(alloc)
+        after = self._fifo_keys()
         self.queue.inc_allocated(alloc.resource)
         self._report_to_queue(before, after)
         if self.state is AppState.NEW:
@@ -308,13 +314,14 @@ class Application:
     def resize_allocation(self, key: str, resource: Resource) -> Resource:
         """The RM changed the size of a placed allocation: the application and its queues follow
         (unchecked, like a recovery: the pod already runs). Returns the change (new - old)."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"application {self.app_id}")
         assert self.queue is not None
-        with self.lock:
-            alloc = self.allocations[key]
-            delta = resource - alloc.resource
-            alloc.resource = resource
-            self._note_peak()
-            self.allocated = self.allocated + delta
+        alloc = self.allocations[key]
+        delta = resource - alloc.resource
+        alloc.resource = resource
+        self._note_peak()
+        self.allocated = self.allocated + delta
         self.queue.inc_allocated(delta)
         return delta
 
@@ -326,14 +333,15 @@ class Application:
         self, key: str, detail: EventChangeDetail, on_usage: Callable[[Allocation], None]
     ) -> Allocation | None:
         """Releases an allocation; the caller removes it from its node afterwards."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"application {self.app_id}")
         assert self.queue is not None
-        with self.lock:
-            alloc = self.allocations.pop(key, None)
-            if alloc is None:
-                return None
-            self._note_peak()
-            self.allocated = self.allocated - alloc.resource
-            self._track_ended(alloc, detail)
+        alloc = self.allocations.pop(key, None)
+        if alloc is None:
+            return None
+        self._note_peak()
+        self.allocated = self.allocated - alloc.resource
+        self._track_ended(alloc, detail)
         self.queue.dec_allocated(alloc.resource)
         on_usage(alloc)
         self._check_completion()
@@ -346,8 +354,7 @@ class Application:
 
     def max_allocated(self) -> Resource:
         """The most this application had allocated, per resource type (REST ``maxUsedResource``)."""
-        with self.lock:
-            return self._peak_before_decrease.component_max(self.allocated)
+        return self._peak_before_decrease.component_max(self.allocated)
 
     def _track_ended(self, alloc: Allocation, detail: EventChangeDetail) -> None:
         if detail is EventChangeDetail.ALLOC_PREEMPT:
@@ -360,10 +367,9 @@ class Application:
 
     def is_consistent(self) -> bool:
         """Pending and allocated equal the sums of asks and allocations (a health check)."""
-        with self.lock:
-            pending = sum((a.resource for a in self.asks.values()), Resource())
-            allocated = sum((a.resource for a in self.allocations.values()), Resource())
-            return pending == self.pending and allocated == self.allocated
+        pending = sum((a.resource for a in self.asks.values()), Resource())
+        allocated = sum((a.resource for a in self.allocations.values()), Resource())
+        return pending == self.pending and allocated == self.allocated
 
     def __repr__(self) -> str:
         return f"Application({self.app_id}, {self.state.value}, queue={self.queue.path if self.queue else None})"

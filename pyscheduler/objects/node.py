@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 from pyscheduler.common.resources import Resource
 from pyscheduler.objects.allocation import Allocation
+from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import NodeEvents
 
 __all__ = ["Node", "HOSTNAME", "RACKNAME", "NODE_PARTITION", "INSTANCE_TYPE"]
@@ -25,8 +26,7 @@ NodeListener = Callable[["Node"], None]
 
 
 class Node:
-    """One node of a partition. Its lock is the last in the order partition -> queue ->
-    application -> node."""
+    """One node of a partition (guarded by the partition's lock)."""
 
     def __init__(
         self,
@@ -40,7 +40,9 @@ class Node:
     ) -> None:
         self.node_id = node_id
         self.attributes = dict(attributes)
-        self.lock = threading.RLock()
+        #: The partition's lock, set when the partition adds the node (see
+        #: pyscheduler.objects.locking).
+        self.graph_lock: threading.RLock | None = None
         self._events = events
         self._total = capacity.pruned()
         self._occupied = occupied or Resource()
@@ -105,63 +107,68 @@ class Node:
             listener(self)
 
     def add_allocation(self, alloc: Allocation) -> None:
-        with self.lock:
-            self.allocations[alloc.allocation_key] = alloc
-            self._allocated = self._allocated + alloc.resource
-            self._events.allocation_added(self.node_id, alloc.allocation_key, alloc.resource)
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"node {self.node_id}")
+        self.allocations[alloc.allocation_key] = alloc
+        self._allocated = self._allocated + alloc.resource
+        self._events.allocation_added(self.node_id, alloc.allocation_key, alloc.resource)
         self._changed()
 
     def remove_allocation(self, allocation_key: str) -> Allocation | None:
-        with self.lock:
-            alloc = self.allocations.pop(allocation_key, None)
-            if alloc is None:
-                return None
-            self._allocated = self._allocated - alloc.resource
-            self._events.allocation_removed(self.node_id, allocation_key, alloc.resource)
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"node {self.node_id}")
+        alloc = self.allocations.pop(allocation_key, None)
+        if alloc is None:
+            return None
+        self._allocated = self._allocated - alloc.resource
+        self._events.allocation_removed(self.node_id, allocation_key, alloc.resource)
         self._changed()
         return alloc
 
     def resize_allocation(self, allocation_key: str, delta: Resource) -> None:
         """An allocation on this node changed size by ``delta`` (the RM resized a running pod);
         its application resizes the allocation itself."""
-        with self.lock:
-            if allocation_key not in self.allocations:
-                return
-            self._allocated = self._allocated + delta
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"node {self.node_id}")
+        if allocation_key not in self.allocations:
+            return
+        self._allocated = self._allocated + delta
         self._changed()
 
     def set_capacity(self, capacity: Resource) -> Resource:
         """Returns the change (new - old) so the partition can adjust its total."""
-        with self.lock:
-            capacity = capacity.pruned()
-            delta = capacity - self._total
-            if delta.is_zero():
-                return delta
-            self._total = capacity
-            self._events.capacity(self.node_id, capacity)
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"node {self.node_id}")
+        capacity = capacity.pruned()
+        delta = capacity - self._total
+        if delta.is_zero():
+            return delta
+        self._total = capacity
+        self._events.capacity(self.node_id, capacity)
         self._changed()
         return delta
 
     def set_occupied(self, occupied: Resource) -> None:
-        with self.lock:
-            if occupied == self._occupied:
-                return
-            self._occupied = occupied
-            self._events.occupied(self.node_id, occupied)
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"node {self.node_id}")
+        if occupied == self._occupied:
+            return
+        self._occupied = occupied
+        self._events.occupied(self.node_id, occupied)
         self._changed()
 
     def set_schedulable(self, schedulable: bool) -> None:
-        with self.lock:
-            if schedulable == self._schedulable:
-                return
-            self._schedulable = schedulable
-            self._events.schedulable(self.node_id, schedulable)
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"node {self.node_id}")
+        if schedulable == self._schedulable:
+            return
+        self._schedulable = schedulable
+        self._events.schedulable(self.node_id, schedulable)
         self._changed()
 
     def is_consistent(self) -> bool:
         """Allocated equals the sum of the allocations (a health check)."""
-        with self.lock:
-            total = Resource()
-            for alloc in self.allocations.values():
-                total = total + alloc.resource
-            return total == self._allocated
+        total = Resource()
+        for alloc in self.allocations.values():
+            total = total + alloc.resource
+        return total == self._allocated

@@ -1,7 +1,7 @@
 """Partitions: one queue tree, its nodes and applications, and every change to them.
 
-Every mutation of a partition runs under the partition's lock (the first in the order
-partition -> queue -> application -> node), so an RM message is applied whole or not at all:
+Every mutation of a partition runs under the partition's lock, which guards its whole object
+graph (:mod:`pyscheduler.objects.locking`), so an RM message is applied whole or not at all:
 each operation checks everything it needs before it changes anything. Outcomes for the RM
 (state updates, releases) are collected in :attr:`Partition.outbox` and sent by the cluster
 context after the lock is released, so the RM may call back in without deadlocking.
@@ -19,6 +19,7 @@ from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import RUNNING_STATES, Application, AppTimeouts, StateUpdate
 from pyscheduler.objects.application_state import TERMINAL_STATES, AppEvent, AppState
+from pyscheduler.objects.locking import new_graph_lock
 from pyscheduler.objects.node import Node
 from pyscheduler.objects.object_events import ObjectEvents
 from pyscheduler.objects.queue import ObjectState, Queue, QueueSettings
@@ -94,7 +95,8 @@ class Partition:
     ) -> None:
         self.name = name
         self.rm_id = rm_id
-        self.lock = threading.RLock()
+        #: Guards this partition's whole object graph (pyscheduler.objects.locking).
+        self.lock = new_graph_lock()
         self.state = ObjectState.ACTIVE
         self.clock = clock
         #: When ``state`` last changed (its creation: a partition stays Active until removed).
@@ -103,13 +105,14 @@ class Partition:
         self.timeouts = timeouts or AppTimeouts()
         self.outbox = Outbox()
         self.root = Queue("root", None, events.queue, root_settings)
+        self.root.graph_lock = self.lock
         self.nodes: dict[str, Node] = {}
         self.applications: dict[str, Application] = {}
         self.completed_applications: dict[str, Application] = {}
         self.rejected_applications: dict[str, Application] = {}
         self.total = Resource()
         self.placement = PlacementManager([])
-        self.ugm = UserGroupManager(events.ugm)
+        self.ugm = UserGroupManager(events.ugm, self.lock)
         self.node_sort_policy = "fair"
         self.resource_weights: dict[str, float] = {"vcore": 1.0, "memory": 1.0}
         self.node_ordering: NodeOrdering = make_node_ordering(native=native_node_ordering)
@@ -131,8 +134,7 @@ class Partition:
             return None
         queue = self.root
         for name in parts[1:]:
-            with queue.lock:
-                child = queue.children.get(name)
+            child = queue.children.get(name)
             if child is None:
                 return None
             queue = child
@@ -169,6 +171,7 @@ class Partition:
             if capacity.has_negative():
                 raise PartitionError(f"node {node_id} has a negative capacity: {capacity}")
             node = Node(node_id, capacity, attributes, self.events.node, schedulable=schedulable, occupied=occupied)
+            node.graph_lock = self.lock
             node.add_listener(self._node_changed)
             self._node_changed(node)
             self.nodes[node_id] = node
@@ -265,6 +268,7 @@ class Partition:
         """Places the application in a leaf queue, or rejects it (raising PartitionError with
         the reason, after the app was moved to the rejected applications)."""
         with self.lock:
+            app.graph_lock = self.lock
             try:
                 if self.state is not ObjectState.ACTIVE:
                     raise PlacementRejected(f"partition {self.name} is {self.state.value.lower()}: no new applications")

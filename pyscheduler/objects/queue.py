@@ -7,8 +7,8 @@
 - ``max`` None means unlimited, and a type missing from ``max`` is unlimited too; the effective
   maximum is the per-type minimum with every ancestor, headroom the minimum of
   ``max - allocated`` over the path.
-- Usage changes walk the path one queue at a time: no queue lock is held while another is taken
-  (lock order: partition -> queue -> application -> node, never upward, never two queues).
+- Usage changes walk the path from the queue up to root. Queues have no lock of their own: the
+  partition's lock guards the whole tree (:mod:`pyscheduler.objects.locking`).
 - For the scheduling cycle, each queue keeps its highest pending ask priority up to date
   (``pending_priority``) and each leaf its applications with pending asks (``apps_with_asks``)
   and their fifo order: an application reports its changes (:meth:`Queue.app_asks_changed`) and
@@ -26,6 +26,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Protocol
 
 from pyscheduler.common.resources import Resource, component_min_undef
+from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import QueueEvents
 
 if TYPE_CHECKING:
@@ -122,7 +123,9 @@ class Queue:
         self.name = name.lower()
         self.parent = parent
         self.path = self.name if parent is None else f"{parent.path}.{self.name}"
-        self.lock = threading.RLock()
+        #: The partition's lock (see pyscheduler.objects.locking): root gets it from its
+        #: partition, every other queue from its parent.
+        self.graph_lock: threading.RLock | None = parent.graph_lock if parent is not None else None
         self._events = events
         self.managed = managed
         self.state = ObjectState.ACTIVE
@@ -191,19 +194,21 @@ class Queue:
         return self._settings.max_applications
 
     def _add_child(self, child: Queue) -> None:
-        with self.lock:
-            self.children[child.name] = child
-            _move_count(self._child_priority_counts, None, child.current_priority)
-            if self._is_leaf:
-                self._is_leaf = False
-                self._events.type_changed(self.path, is_leaf=False)
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
+        self.children[child.name] = child
+        _move_count(self._child_priority_counts, None, child.current_priority)
+        if self._is_leaf:
+            self._is_leaf = False
+            self._events.type_changed(self.path, is_leaf=False)
         self._refresh_priority()
 
     def remove_child(self, name: str) -> None:
-        with self.lock:
-            child = self.children.pop(name, None)
-            if child is not None:
-                _move_count(self._child_priority_counts, child.current_priority, None)
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
+        child = self.children.pop(name, None)
+        if child is not None:
+            _move_count(self._child_priority_counts, child.current_priority, None)
         if child is not None:
             self._refresh_priority()
             self._events.removed(child.path, child.managed)
@@ -211,8 +216,7 @@ class Queue:
     def walk(self) -> Iterator[Queue]:
         """This queue and every descendant, parents before children, children by name."""
         yield self
-        with self.lock:
-            children = sorted(self.children.values(), key=lambda q: q.name)
+        children = sorted(self.children.values(), key=lambda q: q.name)
         for child in children:
             yield from child.walk()
 
@@ -227,16 +231,17 @@ class Queue:
 
     def apply_settings(self, settings: QueueSettings, *, managed: bool = True) -> None:
         """Applies (re)loaded settings, emitting an event for each quota or type change."""
-        with self.lock:
-            old = self._settings
-            self._settings = settings
-            self.managed = managed or self.managed
-            if self.state is ObjectState.DRAINING and managed:
-                self.state = ObjectState.ACTIVE
-            want_leaf = not settings.parent and not self.children
-            type_changed = want_leaf != self._is_leaf
-            self._is_leaf = want_leaf
-            self._merge_properties()
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
+        old = self._settings
+        self._settings = settings
+        self.managed = managed or self.managed
+        if self.state is ObjectState.DRAINING and managed:
+            self.state = ObjectState.ACTIVE
+        want_leaf = not settings.parent and not self.children
+        type_changed = want_leaf != self._is_leaf
+        self._is_leaf = want_leaf
+        self._merge_properties()
         if old.max_resource != settings.max_resource:
             self._events.max_changed(self.path, settings.max_resource)
         if old.guaranteed != settings.guaranteed:
@@ -247,16 +252,16 @@ class Queue:
         if type_changed:
             self._events.type_changed(self.path, want_leaf)
         for child in list(self.children.values()):
-            with child.lock:
-                child._merge_properties()
+            child._merge_properties()
             child._refresh_priority()
 
     def set_max_resource(self, maximum: Resource | None) -> None:
         """Root's maximum follows the partition's total node capacity."""
-        with self.lock:
-            if maximum == self._settings.max_resource:
-                return
-            self._settings = replace(self._settings, max_resource=maximum)
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
+        if maximum == self._settings.max_resource:
+            return
+        self._settings = replace(self._settings, max_resource=maximum)
         self._events.max_changed(self.path, maximum)
 
     def _merge_properties(self) -> None:
@@ -299,17 +304,17 @@ class Queue:
         """Removed from the configuration: this managed queue and the managed queues below it
         drain (YuniKorn's MarkQueueForRemoval), so the children go once empty and the queue after
         them. Dynamic queues are left alone: they go once empty anyway."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
         if not self.managed:
             return
-        with self.lock:
-            self.state = ObjectState.DRAINING
-            children = list(self.children.values())
+        self.state = ObjectState.DRAINING
+        children = list(self.children.values())
         for child in children:
             child.mark_draining()
 
     def is_empty(self) -> bool:
-        with self.lock:
-            return not self.applications and not self.children and self.allocated.is_zero()
+        return not self.applications and not self.children and self.allocated.is_zero()
 
     def submit_allowed(self, user: str, groups: tuple[str, ...] | frozenset[str]) -> bool:
         """The submit or admin ACL of this queue or any ancestor allows the user."""
@@ -335,8 +340,7 @@ class Queue:
             maximum = queue.max_resource
             if maximum is None:
                 continue
-            with queue.lock:
-                allocated = queue.allocated
+            allocated = queue.allocated
             room = Resource({k: v - allocated.get(k, 0) for k, v in maximum.items()})
             result = component_min_undef(result, room)
         return result
@@ -347,37 +351,43 @@ class Queue:
 
     def inc_allocated(self, resource: Resource) -> None:
         """Adds to allocated on the whole path (no check: the caller checked, or recovers)."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
         for queue in self.ancestors():
-            with queue.lock:
-                queue.allocated = queue.allocated + resource
+            queue.allocated = queue.allocated + resource
 
     def dec_allocated(self, resource: Resource) -> None:
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
         for queue in self.ancestors():
-            with queue.lock:
-                queue.allocated = queue.allocated - resource
+            queue.allocated = queue.allocated - resource
 
     def inc_pending(self, resource: Resource) -> None:
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
         for queue in self.ancestors():
-            with queue.lock:
-                queue.pending = queue.pending + resource
+            queue.pending = queue.pending + resource
 
     def dec_pending(self, resource: Resource) -> None:
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
         for queue in self.ancestors():
-            with queue.lock:
-                queue.pending = queue.pending - resource
+            queue.pending = queue.pending - resource
 
     # -- applications ----------------------------------------------------------------------------
 
     def add_application(self, app: Application) -> None:
-        with self.lock:
-            self.applications[app.app_id] = app
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
+        self.applications[app.app_id] = app
         self.app_asks_changed(app, app.max_ask_priority)
         self._events.app_added(self.path, app.app_id)
 
     def remove_application(self, app: Application) -> None:
-        with self.lock:
-            if self.applications.pop(app.app_id, None) is None:
-                return
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
+        if self.applications.pop(app.app_id, None) is None:
+            return
         self.app_asks_changed(app, None)
         self._events.app_removed(self.path, app.app_id)
 
@@ -388,17 +398,18 @@ class Queue:
         another of its fifo keys changed (its submission time): the leaf's set of applications
         with asks, its fifo order and the priorities up the path follow. An application no longer
         in this queue counts as one without asks."""
-        with self.lock:
-            if app.app_id not in self.applications:
-                priority = None
-            old = self._app_priorities.pop(app.app_id, None)
-            if priority is None:
-                self.apps_with_asks.pop(app.app_id, None)
-            else:
-                self._app_priorities[app.app_id] = priority
-                self.apps_with_asks[app.app_id] = app
-            _move_count(self._app_priority_counts, old, priority)
-            self.fifo_order = None
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
+        if app.app_id not in self.applications:
+            priority = None
+        old = self._app_priorities.pop(app.app_id, None)
+        if priority is None:
+            self.apps_with_asks.pop(app.app_id, None)
+        else:
+            self._app_priorities[app.app_id] = priority
+            self.apps_with_asks[app.app_id] = app
+        _move_count(self._app_priority_counts, old, priority)
+        self.fifo_order = None
         if old != priority:
             self._refresh_priority()
 
@@ -408,31 +419,28 @@ class Queue:
         lock at a time)."""
         queue = self
         while True:
-            with queue.lock:
-                old = queue.current_priority
-                counts = queue._app_priority_counts if queue._is_leaf else queue._child_priority_counts
-                queue.pending_priority = max(counts) if counts else MIN_PRIORITY
-                new = priority_seen_by_parent(queue.pending_priority, queue.priority_offset, queue.priority_fence)
-                queue.current_priority = new
+            old = queue.current_priority
+            counts = queue._app_priority_counts if queue._is_leaf else queue._child_priority_counts
+            queue.pending_priority = max(counts) if counts else MIN_PRIORITY
+            new = priority_seen_by_parent(queue.pending_priority, queue.priority_offset, queue.priority_fence)
+            queue.current_priority = new
             parent = queue.parent
             if new == old or parent is None:
                 return
-            with parent.lock:
-                if parent.children.get(queue.name) is queue:
-                    _move_count(parent._child_priority_counts, old, new)
+            if parent.children.get(queue.name) is queue:
+                _move_count(parent._child_priority_counts, old, new)
             queue = parent
 
     def priority_problems(self) -> list[str]:
         """Where the incremental state disagrees with the applications and children it counts
         (a health check for tests): empty when consistent."""
-        with self.lock:
-            apps = dict(self.applications)
-            children = list(self.children.values())
-            with_asks = dict(self.apps_with_asks)
-            app_priorities = dict(self._app_priorities)
-            app_counts, child_counts = dict(self._app_priority_counts), dict(self._child_priority_counts)
-            priority, seen, is_leaf = self.pending_priority, self.current_priority, self._is_leaf
-            offset, fence = self.priority_offset, self.priority_fence
+        apps = dict(self.applications)
+        children = list(self.children.values())
+        with_asks = dict(self.apps_with_asks)
+        app_priorities = dict(self._app_priorities)
+        app_counts, child_counts = dict(self._app_priority_counts), dict(self._child_priority_counts)
+        priority, seen, is_leaf = self.pending_priority, self.current_priority, self._is_leaf
+        offset, fence = self.priority_offset, self.priority_fence
         problems = []
         expected = {a.app_id: p for a in apps.values() if (p := a.max_ask_priority) is not None}
         if app_priorities != expected or set(with_asks) != set(expected):
@@ -453,20 +461,21 @@ class Queue:
         for queue in self.ancestors():
             maximum = queue.max_applications
             if maximum > 0:
-                with queue.lock:
-                    if queue.running_apps + 1 > maximum:
-                        return False
+                if queue.running_apps + 1 > maximum:
+                    return False
         return True
 
     def inc_running_apps(self) -> None:
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
         for queue in self.ancestors():
-            with queue.lock:
-                queue.running_apps += 1
+            queue.running_apps += 1
 
     def dec_running_apps(self) -> None:
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
         for queue in self.ancestors():
-            with queue.lock:
-                queue.running_apps -= 1
+            queue.running_apps -= 1
 
     def __repr__(self) -> str:
         kind = "leaf" if self._is_leaf else "parent"

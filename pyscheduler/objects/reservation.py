@@ -60,8 +60,7 @@ class Reservations:
         reservation = Reservation(ask.application_id, ask.allocation_key, node.node_id, required, now)
         self.by_key[ask.allocation_key] = reservation
         self._by_node.setdefault(node.node_id, {})[ask.allocation_key] = reservation
-        with node.lock:
-            node.reservations[ask.allocation_key] = ask.resource
+        node.reservations[ask.allocation_key] = ask.resource
         self.ordering.set_reserved(node.node_id, True)
         self._events.reserved(node.node_id, ask.allocation_key, ask.resource)
         return reservation
@@ -77,8 +76,7 @@ class Reservations:
             self.ordering.set_reserved(reservation.node_id, False)
         resource = None
         if node is not None:
-            with node.lock:
-                resource = node.reservations.pop(allocation_key, None)
+            resource = node.reservations.pop(allocation_key, None)
         self._events.unreserved(reservation.node_id, allocation_key, resource)
         return reservation
 

@@ -43,9 +43,9 @@ group (objectID the user or group, referenceID the leaf queue path, the resource
 
 Locking
 -------
-One lock per manager. It is a leaf in the lock order partition -> queue -> application -> node:
-it is taken while any of those may be held (typically after the application lock) and nothing else
-is acquired while it is held. The only call out under it is the non-blocking event ``add``.
+None of its own: the manager belongs to one partition and its callers hold that partition's
+lock (:mod:`pyscheduler.objects.locking`), which its mutating methods check when lock checks
+are on. The only call out is the non-blocking event ``add``.
 """
 
 from __future__ import annotations
@@ -56,6 +56,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyscheduler.common.resources import Resource, component_min_undef
+from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import UserGroupEvents
 
 __all__ = ["WILDCARD", "Limit", "LimitSpec", "UserGroupManager"]
@@ -210,8 +211,9 @@ class _AppUsage:
 class UserGroupManager:
     """Usage, running applications and limits per user and group, for one partition."""
 
-    def __init__(self, events: UserGroupEvents) -> None:
-        self._lock = threading.Lock()
+    def __init__(self, events: UserGroupEvents, graph_lock: threading.RLock | None = None) -> None:
+        #: The partition's lock (see pyscheduler.objects.locking).
+        self.graph_lock = graph_lock
         self._events = events
         self._users: dict[str, _Tracker] = {}
         self._groups: dict[str, _Tracker] = {}
@@ -225,19 +227,20 @@ class UserGroupManager:
     ) -> None:
         """Adds ``resource`` to the application's user (and group) at every level of its leaf
         queue's path. The first increase links the application to its group."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, "user and group usage")
         _require(queue_path, app_id, user)
-        with self._lock:
-            app = self._apps.get(app_id)
-            if app is None:
-                app = self._track(queue_path, app_id, user, tuple(groups))
-            else:
-                _same_app(app, app_id, user, queue_path)
-            app.usage += resource
-            self._users[user].add(app.levels, app_id, resource)
-            self._events.usage_added(user, queue_path, resource)
-            if app.group is not None:
-                self._groups[app.group].add(app.levels, app_id, resource)
-                self._events.usage_added(app.group, queue_path, resource, group=True)
+        app = self._apps.get(app_id)
+        if app is None:
+            app = self._track(queue_path, app_id, user, tuple(groups))
+        else:
+            _same_app(app, app_id, user, queue_path)
+        app.usage += resource
+        self._users[user].add(app.levels, app_id, resource)
+        self._events.usage_added(user, queue_path, resource)
+        if app.group is not None:
+            self._groups[app.group].add(app.levels, app_id, resource)
+            self._events.usage_added(app.group, queue_path, resource, group=True)
 
     def decrease_usage(
         self,
@@ -251,27 +254,29 @@ class UserGroupManager:
         """Takes ``resource`` off the application's user (and group). ``app_done``: the
         application stops running and is unlinked from its group. False for an application that
         is not tracked. Trackers and levels left with no usage and nothing running are removed."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, "user and group usage")
         _require(queue_path, app_id, user)
-        with self._lock:
-            app = self._apps.get(app_id)
-            if app is None:
-                return False
-            _same_app(app, app_id, user, queue_path)
-            self._decrease(app_id, app, resource, app_done, announce=True)
-            return True
+        app = self._apps.get(app_id)
+        if app is None:
+            return False
+        _same_app(app, app_id, user, queue_path)
+        self._decrease(app_id, app, resource, app_done, announce=True)
+        return True
 
     def remove_app(self, app_id: str, user: str) -> bool:
         """Stops tracking an application that goes away (removed or terminated) whatever it still
         uses: what is left is taken off its user and group and it is unlinked from its group.
         False when it is not tracked (its last decrease already said it was done)."""
-        with self._lock:
-            app = self._apps.get(app_id)
-            if app is None:
-                return False
-            if app.user != user:
-                raise ValueError(f"application {app_id} is tracked for user {app.user}, not {user}")
-            self._decrease(app_id, app, app.usage, True, announce=not app.usage.is_zero())
-            return True
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, "user and group usage")
+        app = self._apps.get(app_id)
+        if app is None:
+            return False
+        if app.user != user:
+            raise ValueError(f"application {app_id} is tracked for user {app.user}, not {user}")
+        self._decrease(app_id, app, app.usage, True, announce=not app.usage.is_zero())
+        return True
 
     def _decrease(self, app_id: str, app: _AppUsage, resource: Resource, app_done: bool, *, announce: bool) -> None:
         """The decrease itself; ``announce``: emit the usage events (the link event always goes)."""
@@ -324,22 +329,20 @@ class UserGroupManager:
         limits: per type the minimum over the path of max - used (may be negative). Types no
         max names are unlimited and absent; None: no resource limit applies at all."""
         levels = _levels(queue_path)
-        with self._lock:
-            room = self._headroom(user, False, levels)
-            group = self._group_for(app_id, tuple(groups), queue_path)
-            if group is None:
-                return room
-            return component_min_undef(room, self._headroom(group, True, levels))
+        room = self._headroom(user, False, levels)
+        group = self._group_for(app_id, tuple(groups), queue_path)
+        if group is None:
+            return room
+        return component_min_undef(room, self._headroom(group, True, levels))
 
     def can_run_app(self, queue_path: str, app_id: str, user: str, groups: Sequence[str]) -> bool:
         """Whether the application may run in ``queue_path`` under the max applications of its
         user and group at every level of the path (an application already running counts)."""
         levels = _levels(queue_path)
-        with self._lock:
-            if not self._can_run(user, False, levels, app_id):
-                return False
-            group = self._group_for(app_id, tuple(groups), queue_path)
-            return group is None or self._can_run(group, True, levels, app_id)
+        if not self._can_run(user, False, levels, app_id):
+            return False
+        group = self._group_for(app_id, tuple(groups), queue_path)
+        return group is None or self._can_run(group, True, levels, app_id)
 
     def _group_for(self, app_id: str, groups: tuple[str, ...], queue_path: str) -> str | None:
         """The application's linked group, or the group it would be linked to (queries link
@@ -391,30 +394,28 @@ class UserGroupManager:
     def set_limits(self, queue_path: str, limits: Sequence[LimitSpec]) -> None:
         """Replaces the limits configured at ``queue_path`` (an empty sequence clears them)."""
         _levels(queue_path)
-        with self._lock:
-            self._set_level(queue_path, limits)
-            self._relink_orphans()
+        self._set_level(queue_path, limits)
+        self._relink_orphans()
 
     def update_limits(self, limits: Mapping[str, Sequence[LimitSpec]]) -> None:
         """Replaces every configured limit (a configuration reload): paths not in ``limits``
         lose theirs."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, "user and group usage")
         for path in limits:
             _levels(path)
-        with self._lock:
-            for path in [p for p in self._limits if p not in limits]:
-                self._set_level(path, ())
-            for path, specs in limits.items():
-                self._set_level(path, specs)
-            self._relink_orphans()
+        for path in [p for p in self._limits if p not in limits]:
+            self._set_level(path, ())
+        for path, specs in limits.items():
+            self._set_level(path, specs)
+        self._relink_orphans()
 
     def limit_for_user(self, user: str, queue_path: str) -> Limit | None:
         """The limit that applies to ``user`` at exactly ``queue_path`` (None: none)."""
-        with self._lock:
-            return self._limit(user, False, queue_path)
+        return self._limit(user, False, queue_path)
 
     def limit_for_group(self, group: str, queue_path: str) -> Limit | None:
-        with self._lock:
-            return self._limit(group, True, queue_path)
+        return self._limit(group, True, queue_path)
 
     def _limit(self, name: str, is_group: bool, path: str) -> Limit | None:
         level = self._limits.get(path)
@@ -492,47 +493,39 @@ class UserGroupManager:
 
     def user_usage(self, user: str, queue_path: str = _ROOT) -> Resource:
         """The user's usage at ``queue_path`` (empty if none)."""
-        with self._lock:
-            return _usage_at(self._users.get(user), queue_path)
+        return _usage_at(self._users.get(user), queue_path)
 
     def group_usage(self, group: str, queue_path: str = _ROOT) -> Resource:
-        with self._lock:
-            return _usage_at(self._groups.get(group), queue_path)
+        return _usage_at(self._groups.get(group), queue_path)
 
     def app_group(self, app_id: str) -> str | None:
         """The group the application is linked to (None: not tracked or no group)."""
-        with self._lock:
-            app = self._apps.get(app_id)
-            return app.group if app is not None else None
+        app = self._apps.get(app_id)
+        return app.group if app is not None else None
 
     def tracked_users(self) -> list[str]:
-        with self._lock:
-            return sorted(self._users)
+        return sorted(self._users)
 
     def tracked_groups(self) -> list[str]:
-        with self._lock:
-            return sorted(self._groups)
+        return sorted(self._groups)
 
     def usage_dao(self) -> dict[str, list[dict[str, Any]]]:
         """Every tracker as plain data for the REST layer, sorted by name:
         ``{"users": [user_dao...], "groups": [group_dao...]}``."""
-        with self._lock:
-            return {
-                "users": [self._user_dao(self._users[name]) for name in sorted(self._users)],
-                "groups": [self._group_dao(self._groups[name]) for name in sorted(self._groups)],
-            }
+        return {
+            "users": [self._user_dao(self._users[name]) for name in sorted(self._users)],
+            "groups": [self._group_dao(self._groups[name]) for name in sorted(self._groups)],
+        }
 
     def user_dao(self, user: str) -> dict[str, Any] | None:
         """``{userName, groups: {appID: group}, queues: usage tree}``; None if not tracked."""
-        with self._lock:
-            tracker = self._users.get(user)
-            return self._user_dao(tracker) if tracker is not None else None
+        tracker = self._users.get(user)
+        return self._user_dao(tracker) if tracker is not None else None
 
     def group_dao(self, group: str) -> dict[str, Any] | None:
         """``{groupName, applications: [...], queues: usage tree}``; None if not tracked."""
-        with self._lock:
-            tracker = self._groups.get(group)
-            return self._group_dao(tracker) if tracker is not None else None
+        tracker = self._groups.get(group)
+        return self._group_dao(tracker) if tracker is not None else None
 
     def _user_dao(self, tracker: _Tracker) -> dict[str, Any]:
         return {
@@ -567,41 +560,40 @@ class UserGroupManager:
     def check_consistency(self) -> list[str]:
         """Problems found when rebuilding every tree from the tracked applications (empty when
         consistent): usage or running applications that differ, negative usage, dangling links."""
-        with self._lock:
-            problems: list[str] = []
-            expected: dict[tuple[bool, str], dict[str, tuple[Resource, set[str]]]] = {}
-            for app_id, app in self._apps.items():
-                owners = [(False, app.user)] + ([(True, app.group)] if app.group is not None else [])
-                for owner in owners:
-                    tree = expected.setdefault(owner, {})
-                    for path in app.levels:
-                        used, apps = tree.get(path, (_EMPTY, set()))
-                        tree[path] = (used + app.usage, apps | {app_id})
-                user_tracker = self._users.get(app.user)
-                if user_tracker is None or app_id not in user_tracker.apps:
-                    problems.append(f"application {app_id} is not tracked for user {app.user}")
-                group_tracker = self._groups.get(app.group) if app.group is not None else None
-                if app.group is not None and (group_tracker is None or app_id not in group_tracker.apps):
-                    problems.append(f"application {app_id} is not tracked for group {app.group}")
-            for is_group, table in ((False, self._users), (True, self._groups)):
-                kind = "group" if is_group else "user"
-                for name, tracker in table.items():
-                    want = expected.pop((is_group, name), {})
-                    have = {n.path: (n.usage, n.apps) for n in tracker.root.walk() if not n.usage.is_zero() or n.apps}
-                    want = {p: v for p, v in want.items() if not v[0].is_zero() or v[1]}
-                    for path in sorted(set(want) | set(have)):
-                        if want.get(path) != have.get(path):
-                            problems.append(f"{kind} {name} at {path}: tracked {have.get(path)}, expected {want.get(path)}")
-                    problems.extend(
-                        f"{kind} {name} at {n.path}: negative usage {n.usage}" for n in tracker.root.walk() if n.usage.has_negative()
-                    )
-                    stale = [a for a in tracker.apps if a not in self._apps]
-                    if stale:
-                        problems.append(f"{kind} {name} links finished applications {sorted(stale)}")
-            for (is_group, name), tree in expected.items():
-                if any(not used.is_zero() or apps for used, apps in tree.values()):
-                    problems.append(f"{'group' if is_group else 'user'} {name} has usage but no tracker")
-            return problems
+        problems: list[str] = []
+        expected: dict[tuple[bool, str], dict[str, tuple[Resource, set[str]]]] = {}
+        for app_id, app in self._apps.items():
+            owners = [(False, app.user)] + ([(True, app.group)] if app.group is not None else [])
+            for owner in owners:
+                tree = expected.setdefault(owner, {})
+                for path in app.levels:
+                    used, apps = tree.get(path, (_EMPTY, set()))
+                    tree[path] = (used + app.usage, apps | {app_id})
+            user_tracker = self._users.get(app.user)
+            if user_tracker is None or app_id not in user_tracker.apps:
+                problems.append(f"application {app_id} is not tracked for user {app.user}")
+            group_tracker = self._groups.get(app.group) if app.group is not None else None
+            if app.group is not None and (group_tracker is None or app_id not in group_tracker.apps):
+                problems.append(f"application {app_id} is not tracked for group {app.group}")
+        for is_group, table in ((False, self._users), (True, self._groups)):
+            kind = "group" if is_group else "user"
+            for name, tracker in table.items():
+                want = expected.pop((is_group, name), {})
+                have = {n.path: (n.usage, n.apps) for n in tracker.root.walk() if not n.usage.is_zero() or n.apps}
+                want = {p: v for p, v in want.items() if not v[0].is_zero() or v[1]}
+                for path in sorted(set(want) | set(have)):
+                    if want.get(path) != have.get(path):
+                        problems.append(f"{kind} {name} at {path}: tracked {have.get(path)}, expected {want.get(path)}")
+                problems.extend(
+                    f"{kind} {name} at {n.path}: negative usage {n.usage}" for n in tracker.root.walk() if n.usage.has_negative()
+                )
+                stale = [a for a in tracker.apps if a not in self._apps]
+                if stale:
+                    problems.append(f"{kind} {name} links finished applications {sorted(stale)}")
+        for (is_group, name), tree in expected.items():
+            if any(not used.is_zero() or apps for used, apps in tree.values()):
+                problems.append(f"{'group' if is_group else 'user'} {name} has usage but no tracker")
+        return problems
 
     def is_consistent(self) -> bool:
         return not self.check_consistency()

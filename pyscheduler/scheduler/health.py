@@ -1,8 +1,8 @@
 """Health checks: what YuniKorn's health checker reports, as plain functions the REST layer
 (``/ws/v1/scheduler/healthcheck``) can serve.
 
-:func:`check_health` reads the scheduler's state under the objects' locks (partition, then one
-queue, application or node at a time, then the user/group manager), never changes anything,
+:func:`check_health` reads each partition's state under the partition's lock (which guards its
+whole object graph), never changes anything,
 and returns a :class:`HealthResult`: ``healthy`` is true when every check succeeded.
 :meth:`HealthResult.to_dao` gives YuniKorn's JSON shape (``SchedulerHealthDAOInfo``,
 PascalCase keys, no tags)::
@@ -267,13 +267,11 @@ def check_health(context: ClusterContext, scheduler: Scheduler | None = None) ->
 
 
 def _check_partition(partition: Partition, found: _Findings) -> None:
-    """All per-partition checks. The caller holds the partition's lock; each node, queue and
-    application is read under its own lock, one at a time."""
+    """All per-partition checks. The caller holds the partition's lock."""
     name = partition.name
     root = partition.root
-    with root.lock:
-        partition_allocated = root.allocated
-        root_max = root.max_resource
+    partition_allocated = root.allocated
+    root_max = root.max_resource
     total = partition.total
     if partition_allocated.has_negative() or total.has_negative():
         found.partitions_negative.append(name)
@@ -283,10 +281,9 @@ def _check_partition(partition: Partition, found: _Findings) -> None:
     node_allocated = Resource()
     reservation_keys = 0
     for node in nodes:
-        with node.lock:
-            capacity, allocated, occupied, available = node.total, node.allocated, node.occupied, node.available
-            allocations = list(node.allocations.items())
-            reserved = dict(node.reservations)
+        capacity, allocated, occupied, available = node.total, node.allocated, node.occupied, node.available
+        allocations = list(node.allocations.items())
+        reserved = dict(node.reservations)
         node_capacity = node_capacity + capacity
         node_allocated = node_allocated + allocated
         reservation_keys += len(reserved)
@@ -303,8 +300,7 @@ def _check_partition(partition: Partition, found: _Findings) -> None:
             if app is None:
                 found.orphans_on_node.append(_alloc_str(alloc))
                 continue
-            with app.lock:
-                known = app.allocations.get(key)
+            known = app.allocations.get(key)
             if known is not alloc:
                 found.orphans_on_node.append(_alloc_str(alloc))
 
@@ -318,10 +314,9 @@ def _check_partition(partition: Partition, found: _Findings) -> None:
 
     apps = [partition.applications[app_id] for app_id in sorted(partition.applications)]
     for app in apps:
-        with app.lock:
-            allocations = sorted(app.allocations.items(), key=lambda kv: kv[0])
-            asks = list(app.asks.values())
-            allocated, pending = app.allocated, app.pending
+        allocations = sorted(app.allocations.items(), key=lambda kv: kv[0])
+        asks = list(app.asks.values())
+        allocated, pending = app.allocated, app.pending
         if (
             _sum(a.resource for _, a in allocations) != allocated
             or _sum(a.resource for a in asks) != pending
@@ -333,8 +328,7 @@ def _check_partition(partition: Partition, found: _Findings) -> None:
             node = partition.nodes.get(alloc.node_id)
             held = None
             if node is not None:
-                with node.lock:
-                    held = node.allocations.get(key)
+                held = node.allocations.get(key)
             if held is not alloc:
                 found.orphans_on_app.append(_alloc_str(alloc))
 
@@ -345,23 +339,20 @@ def _check_partition(partition: Partition, found: _Findings) -> None:
 
 def _check_queues(partition: Partition, found: _Findings) -> None:
     for queue in partition.queues():
-        with queue.lock:
-            allocated, pending, running = queue.allocated, queue.pending, queue.running_apps
-            is_leaf = queue.is_leaf
-            apps = list(queue.applications.values())
-            children = list(queue.children.values())
+        allocated, pending, running = queue.allocated, queue.pending, queue.running_apps
+        is_leaf = queue.is_leaf
+        apps = list(queue.applications.values())
+        children = list(queue.children.values())
         if allocated.has_negative() or pending.has_negative():
             found.queues_negative.append(queue.path)
         if is_leaf:
             parts = []
             for app in apps:
-                with app.lock:
-                    parts.append((app.allocated, app.pending, app.state in RUNNING_STATES))
+                parts.append((app.allocated, app.pending, app.state in RUNNING_STATES))
         else:
             parts = []
             for child in children:
-                with child.lock:
-                    parts.append((child.allocated, child.pending, child.running_apps))
+                parts.append((child.allocated, child.pending, child.running_apps))
         want_allocated = _sum(p[0] for p in parts)
         want_pending = _sum(p[1] for p in parts)
         want_running = sum(int(p[2]) for p in parts)
@@ -395,24 +386,21 @@ def _check_reservations(partition: Partition, nodes: list[Node], found: _Finding
         if app is None:
             problems.append(f"{label}: unknown application")
         else:
-            with app.lock:
-                ask = app.asks.get(key)
-                placed = key in app.allocations
+            ask = app.asks.get(key)
+            placed = key in app.allocations
             if ask is None:
                 problems.append(f"{label}: {'ask already allocated' if placed else 'unknown ask'}")
         if node is None:
             problems.append(f"{label}: unknown node")
         else:
-            with node.lock:
-                held = key in node.reservations
+            held = key in node.reservations
             if not held:
                 problems.append(f"{label}: the node does not hold it")
         if r not in reservations.on_node(r.node_id):
             problems.append(f"{label}: not listed for its node")
     reserved_nodes: set[str] = set()
     for node in nodes:
-        with node.lock:
-            keys = sorted(node.reservations)
+        keys = sorted(node.reservations)
         if keys:
             reserved_nodes.add(node.node_id)
         for key in keys:
@@ -436,8 +424,7 @@ def _check_ugm(partition: Partition, apps: list[Any], found: _Findings) -> None:
     expected: dict[tuple[str, str], Resource] = {}
     for app in apps:
         queue = app.queue
-        with app.lock:
-            allocated = app.allocated
+        allocated = app.allocated
         if queue is None or allocated.is_zero():
             continue
         for path in (queue.path, "root"):

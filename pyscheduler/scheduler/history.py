@@ -58,8 +58,7 @@ class History:
                 live = list(partition.applications.values())
                 apps += len(live)
                 for app in live:
-                    with app.lock:
-                        containers += len(app.allocations)
+                    containers += len(app.allocations)
         return apps, containers
 
     def sample(self) -> tuple[int, int, int]:

@@ -1,7 +1,7 @@
 """The REST routes, one blueprint per resource family.
 
 Handlers only translate HTTP to the query functions of :mod:`pyscheduler.dao` (which build
-the DAO dicts under the objects' read locks) and back: path and query parameters in, a JSON
+the DAO dicts from values copied under the partition's lock) and back: path and query parameters in, a JSON
 body (or a YuniKorn error) out. Each blueprint's module doc lists its routes.
 """
 
