@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from benchmarks import events_memory, events_throughput, rest, scheduling
+from benchmarks import events_memory, events_throughput, rest, rest_polling, scheduling
 from benchmarks.machine import Progress, machine_facts
 from benchmarks.workload import DEFAULT_SEED, parse_mix
 
@@ -76,6 +76,10 @@ def _run_rest(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return rest.run(quick=args.quick, streams=args.streams, progress=progress)
 
 
+def _run_rest_polling(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return rest_polling.run(quick=args.quick, pollers=args.pollers or rest_polling.POLLERS, progress=progress)
+
+
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (
@@ -83,6 +87,11 @@ FAMILIES: dict[str, Family] = {
         Family("events-throughput", "event add and serialisation throughput (section 2)", _run_events_throughput),
         Family("scheduling", "allocations per second, YuniKorn's BenchmarkScheduling shape (section 3)", _run_scheduling),
         Family("rest", "REST batch time, stream replay, scheduling with open streams (section 2, served)", _run_rest),
+        Family(
+            "rest-polling",
+            "scheduling throughput (many-queues shape) while REST clients poll nodes and applications (served)",
+            _run_rest_polling,
+        ),
     )
 }
 """Benchmark families by subcommand name; add REST, ... here."""
@@ -169,6 +178,9 @@ def build_parser() -> argparse.ArgumentParser:
     rest_group = parser.add_argument_group("rest")
     rest_group.add_argument(
         "--streams", type=_positive, help="live streams open during the served scheduling run (default 100; --quick: 10)"
+    )
+    rest_group.add_argument(
+        "--pollers", type=_positive, help="rest-polling: clients polling nodes and active applications (default 4)"
     )
     return parser
 

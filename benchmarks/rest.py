@@ -269,18 +269,20 @@ def _bench_routes(rm: BenchRM) -> Any:
 
     @bp.post("/bench/setup")
     def setup() -> Any:
-        """Stop the scheduling loop and submit the benchmark's nodes, apps and asks (not timed)."""
-        from benchmarks.scheduling import submit_workload
+        """Stop the scheduling loop and submit the benchmark's nodes, apps and asks (not timed);
+        ``shape=many-queues`` submits the many-queues shape (the server must serve its queues)."""
+        from benchmarks.scheduling import MANY_QUEUES_SHAPE, submit_many_queues, submit_workload
 
         nodes = int(request.args["nodes"])
         asks = int(request.args["asks"])
+        submit = submit_many_queues if request.args.get("shape") == MANY_QUEUES_SHAPE else submit_workload
         proxy = service.proxy
         service.scheduler.stop()
         rm.allocated = 0
         rm.rejected = 0
         rm.target = asks
         rm.done.clear()
-        submit_workload(proxy, RM_ID, nodes, asks)
+        submit(proxy, RM_ID, nodes, asks)
         events.flush(30.0)
         return jsonify(state())
 
@@ -353,11 +355,11 @@ def free_port() -> int:
 class ServedScheduler:
     """``pyscheduler serve`` on a free loopback port with :func:`attach` embedded."""
 
-    def __init__(self, policy: str = SCHED_POLICY, workdir: Path | None = None) -> None:
+    def __init__(self, policy: str = SCHED_POLICY, workdir: Path | None = None, config_text: str | None = None) -> None:
         self._tmp = tempfile.TemporaryDirectory(prefix="pyscheduler-bench-rest-") if workdir is None else None
         self.workdir = Path(self._tmp.name) if self._tmp is not None else workdir  # type: ignore[assignment]
         self.config = self.workdir / f"queues-{policy}.yaml"
-        self.config.write_text(CONFIG % policy, encoding="utf-8")
+        self.config.write_text(CONFIG % policy if config_text is None else config_text, encoding="utf-8")
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = self.workdir / "server.log"

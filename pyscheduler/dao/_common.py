@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyscheduler.dao.errors import INVALID_QUEUE_NAME, PARTITION_NOT_FOUND, BadRequest, NotFound
 from pyscheduler.policies.placement import QUEUE_NAME_RE
@@ -23,10 +24,15 @@ from pyscheduler.scheduler.context import external_name
 if TYPE_CHECKING:
     from pyscheduler.objects.partition import Partition
     from pyscheduler.scheduler.context import ClusterContext
+    from pyscheduler.scheduler.read_pacing import ReadPacer
+
+T = TypeVar("T")
+V = TypeVar("V")
 
 __all__ = [
     "INT32_MIN",
     "abs_used_capacity",
+    "build_chunked",
     "find_partition",
     "go_duration",
     "parse_go_duration",
@@ -41,6 +47,40 @@ INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
+
+
+# -- building -----------------------------------------------------------------------------------
+
+
+#: Objects whose values are copied under one hold of the partition's lock.
+COPY_CHUNK = 32
+
+
+def build_chunked(
+    lock: AbstractContextManager[Any],
+    items: Sequence[T],
+    view: Callable[[T], V],
+    build: Callable[[V], dict[str, Any]],
+    pacer: ReadPacer | None,
+) -> list[dict[str, Any]]:
+    """``[build(view(item)) ...]``: the values of :data:`COPY_CHUNK` items at a time are copied
+    under ``lock`` (the partition's), each answer built after releasing it. Each item is
+    consistent in itself; the list is not one snapshot of the partition, as in YuniKorn (which
+    reads each application under its own lock). With a pacer the whole build passes through its
+    gate and yields to a busy scheduling loop (:mod:`pyscheduler.scheduler.read_pacing`)."""
+    out: list[dict[str, Any]] = []
+    with pacer.building() if pacer is not None else nullcontext(_no_tick) as tick:
+        for start in range(0, len(items), COPY_CHUNK):
+            with lock:
+                views = [view(item) for item in items[start : start + COPY_CHUNK]]
+            for one in views:
+                out.append(build(one))
+                tick()
+    return out
+
+
+def _no_tick() -> None:
+    """Without a pacer nothing yields."""
 
 
 # -- lookups ------------------------------------------------------------------------------------

@@ -2,7 +2,9 @@
 AllocationDAOInfo) and the application endpoints.
 
 Locks: the partition's lock is held only while the applications' values are copied
-(:mod:`pyscheduler.dao.views`); the JSON is built after it is released. Nothing is changed.
+(:mod:`pyscheduler.dao.views`), a chunk of applications at a time (each application is
+consistent in itself, as YuniKorn reads each under its own lock); the JSON is built after it is
+released. Nothing is changed.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pyscheduler.dao._common import INT32_MIN, find_partition, put, res_map, sorted_map, validate_queue_path
+from pyscheduler.dao._common import INT32_MIN, build_chunked, find_partition, put, res_map, sorted_map, validate_queue_path
 from pyscheduler.dao.views import AllocationView, AppView, app_view
 from pyscheduler.dao.errors import (
     ALLOWED_ACTIVE_STATUSES,
@@ -29,6 +31,7 @@ if TYPE_CHECKING:
     from pyscheduler.objects.partition import Partition
     from pyscheduler.objects.queue import Queue
     from pyscheduler.scheduler.context import ClusterContext
+    from pyscheduler.scheduler.read_pacing import ReadPacer
 
 __all__ = [
     "allocation_dao",
@@ -172,24 +175,22 @@ def application_dao(app: AppView) -> dict[str, Any]:
     return out
 
 
-def _views(partition: Partition, apps: Iterable[Application]) -> list[AppView]:
-    """Views of ``apps`` by id; the caller holds the partition's lock."""
-    return [app_view(partition, app) for app in sorted(apps, key=lambda a: a.app_id)]
+def _daos(partition: Partition, apps: Iterable[Application], pacer: ReadPacer | None = None) -> list[dict[str, Any]]:
+    """ApplicationDAOInfo of ``apps`` by id. The caller listed them under the partition's lock;
+    their values are copied under it a chunk at a time and built after."""
+    listed = sorted(apps, key=lambda a: a.app_id)
+    return build_chunked(partition.lock, listed, lambda app: app_view(partition, app), application_dao, pacer)
 
 
-def _daos(views: Iterable[AppView]) -> list[dict[str, Any]]:
-    return [application_dao(view) for view in views]
-
-
-def all_application_daos(partition: Partition) -> list[dict[str, Any]]:
+def all_application_daos(partition: Partition, pacer: ReadPacer | None = None) -> list[dict[str, Any]]:
     """Live, completed and rejected applications of a partition (the state dump's list)."""
     with partition.lock:
-        views = (
-            _views(partition, partition.applications.values())
-            + _views(partition, partition.completed_applications.values())
-            + _views(partition, partition.rejected_applications.values())
-        )
-    return _daos(views)
+        tables = [
+            list(partition.applications.values()),
+            list(partition.completed_applications.values()),
+            list(partition.rejected_applications.values()),
+        ]
+    return [dao for table in tables for dao in _daos(partition, table, pacer)]
 
 
 # -- endpoints ------------------------------------------------------------------------------------
@@ -212,8 +213,8 @@ def queue_applications(ctx: ClusterContext, partition: str, queue_name: str) -> 
     part = find_partition(ctx, partition)
     with part.lock:
         queue = _queue_of(part, queue_name)
-        views = _views(part, _queue_apps(queue))
-    return _daos(views)
+        apps = _queue_apps(queue)
+    return _daos(part, apps, ctx.read_pacer)
 
 
 def queue_application(ctx: ClusterContext, partition: str, queue_name: str, app_id: str) -> dict[str, Any]:
@@ -262,8 +263,7 @@ def applications_by_state(
             apps = list(part.completed_applications.values())
         else:
             raise BadRequest(ALLOWED_STATES)
-        views = _views(part, apps)
-    return _daos(views)
+    return _daos(part, apps, ctx.read_pacer)
 
 
 def queue_applications_by_state(
@@ -278,5 +278,4 @@ def queue_applications_by_state(
             raise BadRequest(ALLOWED_QUEUE_STATES)
         wanted = _status_filter(status)
         apps = [a for a in _queue_apps(queue) if not wanted or a.state.value.lower() == wanted]
-        views = _views(part, apps)
-    return _daos(views)
+    return _daos(part, apps, ctx.read_pacer)

@@ -1,20 +1,22 @@
 """Nodes (YuniKorn's NodeDAOInfo): ``/partition/{p}/nodes`` and ``/partition/{p}/node/{n}``.
 
 Locks: the partition's lock is held only while the nodes' values are copied
-(:mod:`pyscheduler.dao.views`); the JSON is built after it is released. Nothing is changed.
+(:mod:`pyscheduler.dao.views`), a chunk of nodes at a time; the JSON is built after it is
+released. Nothing is changed.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pyscheduler.dao._common import abs_used_capacity, find_partition, put, res_map, sorted_map
+from pyscheduler.dao._common import abs_used_capacity, build_chunked, find_partition, put, res_map, sorted_map
 from pyscheduler.dao.applications import allocation_dao
 from pyscheduler.dao.errors import NODE_NOT_FOUND, NotFound
 from pyscheduler.dao.views import NodeView, node_view
 
 if TYPE_CHECKING:
     from pyscheduler.common.resources import Resource
+    from pyscheduler.scheduler.read_pacing import ReadPacer
     from pyscheduler.objects.partition import Partition
     from pyscheduler.scheduler.context import ClusterContext
 
@@ -56,15 +58,16 @@ def node_dao(node: NodeView) -> dict[str, Any]:
     return out
 
 
-def partition_node_daos(partition: Partition) -> list[dict[str, Any]]:
+def partition_node_daos(partition: Partition, pacer: ReadPacer | None = None) -> list[dict[str, Any]]:
+    """Every node's NodeDAOInfo; built through ``pacer`` when given (see read_pacing)."""
     with partition.lock:
-        views = [node_view(partition, partition.nodes[node_id]) for node_id in sorted(partition.nodes)]
-    return [node_dao(view) for view in views]
+        listed = [partition.nodes[node_id] for node_id in sorted(partition.nodes)]
+    return build_chunked(partition.lock, listed, lambda node: node_view(partition, node), node_dao, pacer)
 
 
 def nodes(ctx: ClusterContext, partition: str) -> list[dict[str, Any]]:
     """``/partition/{p}/nodes``: every node of the partition, by node id (``[]`` when none)."""
-    return partition_node_daos(find_partition(ctx, partition))
+    return partition_node_daos(find_partition(ctx, partition), ctx.read_pacer)
 
 
 def node(ctx: ClusterContext, partition: str, node_id: str) -> dict[str, Any]:

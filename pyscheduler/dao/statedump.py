@@ -55,10 +55,11 @@ def fullstatedump(
         return {
             "timestamp": ctx.clock.now_ns(),
             "partitions": [partition_info(p) for p in partitions],
-            "applications": [app for p in partitions for app in all_application_daos(p)],
+            "applications": [app for p in partitions for app in all_application_daos(p, ctx.read_pacer)],
             "appHistory": history_apps(history) if history is not None else [],
             "nodes": [
-                {"partitionName": external_name(p.name), "nodesInfo": partition_node_daos(p)} for p in partitions
+                {"partitionName": external_name(p.name), "nodesInfo": partition_node_daos(p, ctx.read_pacer)}
+                for p in partitions
             ],
             "clusterInfo": clusters(ctx),
             "containerHistory": history_containers(history) if history is not None else [],

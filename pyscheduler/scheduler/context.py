@@ -37,6 +37,7 @@ from pyscheduler.objects.partition import Partition, PartitionError, Released
 from pyscheduler.si import messages as si
 from pyscheduler.si.callback import PredicatesFunc, ResourceManagerCallback, predicates_of
 from pyscheduler.scheduler.config_apply import apply_partition_config, root_settings
+from pyscheduler.scheduler.read_pacing import ReadPacer
 
 __all__ = ["ClusterContext", "UnknownRMError", "UpdateListener", "internal_name", "external_name"]
 
@@ -94,6 +95,8 @@ class ClusterContext:
         self._rms: dict[str, _RM] = {}
         self.configs: dict[str, SchedulerConfig] = {}
         self.lock = threading.RLock()
+        #: REST answers yield to the scheduling loop while it is busy (read_pacing).
+        self.read_pacer = ReadPacer()
         # Copy-on-write: notifying (every RM update and partition change) reads the tuple without a
         # lock; only adding and removing a listener, which are rare, take _listeners_lock.
         self._update_listeners: tuple[_Registration, ...] = ()

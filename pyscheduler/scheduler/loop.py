@@ -106,6 +106,7 @@ class Scheduler:
         self._stop.set()
         self._wake.set()
         thread.join(timeout)
+        self.context.read_pacer.scheduler_busy = False  # a stopped loop is not busy
 
     @property
     def running(self) -> bool:
@@ -120,6 +121,9 @@ class Scheduler:
             self._wake.clear()
             if self._stop.is_set():
                 break
-            if self.schedule_once():
+            placed = bool(self.schedule_once())
+            # While cycles run back to back, REST answers are built paced (read_pacing).
+            self.context.read_pacer.scheduler_busy = placed
+            if placed:
                 # It placed something: there may be more to place right away.
                 self._wake.set()

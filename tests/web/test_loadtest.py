@@ -93,3 +93,24 @@ def test_locust_headless_against_the_demo(tmp_path: Path) -> None:
     assert summary["server_exit_code"] == 0 and summary["server_error_lines"] == 0
     assert summary["host"].startswith("http://127.0.0.1:")
     assert "requests/s" in done.stdout
+
+
+@pytest.mark.timeout(240)
+def test_rest_polling_benchmark_quick(tmp_path: Path) -> None:
+    out = tmp_path / "polling.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "rest-polling", "--quick", "--json", str(out)],
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=200, check=False,
+    )
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    polling = json.loads(out.read_text())["results"]["rest-polling"]
+    assert polling["failures"] == [] and polling["quick"] is True
+    assert {r["pollers"] for r in polling["runs"]} == {0, polling["pollers"]} == {0, 4}
+    for run in polling["runs"]:
+        assert run["error"] is None and run["allocations"] == polling["asks"]
+        assert _positive(run["rate"])
+        if run["pollers"]:
+            # The pollers read real answers (the run itself may be shorter than one paced answer).
+            assert run["requests"] >= 0 and _positive(run["megabytes"])
+    assert _positive(polling["ratio"])
+    assert "Scheduling while 4 REST clients poll" in done.stdout

@@ -1,0 +1,110 @@
+"""REST answer builders yield to a busy scheduling loop (pyscheduler.scheduler.read_pacing)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from rm_helpers import World, res
+
+from pyscheduler import dao
+from pyscheduler.scheduler.loop import Scheduler
+from pyscheduler.scheduler.read_pacing import ReadPacer
+
+
+def _work(seconds: float) -> None:
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def test_an_idle_scheduler_costs_the_builder_nothing() -> None:
+    pacer = ReadPacer(duty=0.1, slice_seconds=0.001)
+    with pacer.building() as tick:
+        for _ in range(20):
+            _work(0.001)
+            tick()
+    assert pacer.yielded_seconds == 0.0
+
+
+def test_a_busy_scheduler_gets_the_time_the_builder_yields() -> None:
+    pacer = ReadPacer(duty=0.25, slice_seconds=0.002)
+    pacer.scheduler_busy = True
+    started = time.perf_counter()
+    with pacer.building() as tick:
+        for _ in range(20):
+            _work(0.001)
+            tick()
+    elapsed = time.perf_counter() - started
+    # 20 ms of work at a 25% duty: it sleeps about three times as long as it works.
+    assert pacer.yielded_seconds >= 0.05
+    assert elapsed >= 0.07
+
+
+def test_one_builder_at_a_time() -> None:
+    pacer = ReadPacer()
+    inside = 0
+    most = 0
+    guard = threading.Lock()
+
+    def build() -> None:
+        nonlocal inside, most
+        with pacer.building():
+            with guard:
+                inside += 1
+                most = max(most, inside)
+            time.sleep(0.01)
+            with guard:
+                inside -= 1
+
+    threads = [threading.Thread(target=build) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert most == 1
+
+
+def test_duty_is_checked() -> None:
+    with pytest.raises(ValueError, match="duty"):
+        ReadPacer(duty=0)
+
+
+def test_the_loop_marks_itself_busy_while_it_places_work_and_answers_stay_exact() -> None:
+    world = World()
+    for i in range(4):
+        world.add_node(f"n{i}", memory=100_000)
+    world.add_app("app-1", "root.a")
+    pacer = world.context.read_pacer
+    seen_busy = threading.Event()
+    scheduler = Scheduler(world.context)
+
+    def watch() -> None:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not seen_busy.is_set():
+            if pacer.scheduler_busy:
+                seen_busy.set()
+            time.sleep(0.0005)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    scheduler.start()
+    try:
+        for i in range(300):
+            world.ask(f"k{i}", "app-1", res(memory=10))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and len(world.app("app-1").allocations) < 300:
+            # REST reads while the loop places work: exact answers, never an error.
+            nodes = dao.nodes(world.context, "default")
+            assert [n["nodeID"] for n in nodes] == ["n0", "n1", "n2", "n3"]
+            time.sleep(0.001)
+        assert len(world.app("app-1").allocations) == 300
+    finally:
+        scheduler.stop()
+        watcher.join(10)
+    assert seen_busy.is_set()
+    # Once idle the loop clears the flag (its last cycle placed nothing).
+    assert not pacer.scheduler_busy
+    allocated = sum(n["allocated"].get("memory", 0) for n in dao.nodes(world.context, "default"))
+    assert allocated == 300 * 10
