@@ -301,7 +301,7 @@ def _bench_routes(rm: BenchRM) -> Any:
         finished = rm.done.wait(timeout)
         seconds = time.perf_counter() - started
         cpu_after = os.times()
-        loop_cpu = _thread_cpu_seconds(getattr(service.scheduler, "_thread", None))
+        loop_cpu = _thread_cpu_seconds(service.scheduler.thread)
         events.flush(30.0)
         after = events.stats()
         error = None

@@ -30,7 +30,9 @@ def test_running_application(rich: Rich) -> None:
     app = decode(dao.application(rich.ctx, "default", "app-run"), APPLICATION)
     # Every cycle that tried r2 counted one more queue quota failure.
     log = app["requests"][0].pop("allocationLog")
-    assert [e["message"] for e in log] == [QUEUE_QUOTA] and log[0]["count"] >= 1 and "lastOccurrence" not in log[0]
+    assert [e["message"] for e in log] == [QUEUE_QUOTA] and log[0]["count"] >= 1
+    # YuniKorn always sets the last occurrence: the time of the cycle that tried last.
+    assert 0 < log[0]["lastOccurrence"] <= rich.ctx.clock.now_ns()
     assert app == {
         "applicationID": "app-run",
         "usedResource": {"memory": 1100, "vcore": 1100},
@@ -141,11 +143,14 @@ def test_ask_allocation_log_is_ordered_by_last_occurrence() -> None:
         {"message": "first", "lastOccurrence": 300, "count": 2},
     ]
     assert out["priority"] == "-3"
-    # Without a time the order of last occurrence is kept.
+    # At equal times the order of last occurrence is kept.
     ask2 = Allocation("k2", "app", res(memory=1))
     for reason in ("x", "y", "x"):
-        ask2.log_failure(reason)
-    assert decode(ask_dao(allocation_view(ask2)), ASK)["allocationLog"] == [{"message": "y", "count": 1}, {"message": "x", "count": 2}]
+        ask2.log_failure(reason, 500)
+    assert decode(ask_dao(allocation_view(ask2)), ASK)["allocationLog"] == [
+        {"message": "y", "lastOccurrence": 500, "count": 1},
+        {"message": "x", "lastOccurrence": 500, "count": 2},
+    ]
 
 
 # -- lists ---------------------------------------------------------------------------------------------------

@@ -11,10 +11,12 @@ import pytest
 import yaml
 
 from pyscheduler import dao
+from pyscheduler.si import messages as si
 from pyscheduler.dao.errors import HISTORY_NOT_ENABLED
+from pyscheduler.scheduler.health_checker import HealthChecker, health_check_interval
 from pyscheduler.scheduler.history import History
 from pyscheduler.scheduler.loop import Scheduler
-from rm_helpers import TWO_PARTITIONS, World, check_invariants, res, world  # noqa: F401  (world: the fixture)
+from rm_helpers import BASIC, TWO_PARTITIONS, World, check_invariants, res, world  # noqa: F401  (world: the fixture)
 from test_dao_strict import (
     APP_HISTORY,
     CLUSTER,
@@ -47,8 +49,44 @@ def _error(call: Any, *args: Any) -> tuple[int, str]:
 
 def test_clusters(rich: Rich) -> None:
     assert decode(dao.clusters(rich.ctx), ListOf(CLUSTER)) == [
-        {"rmBuildInformation": [{"rmId": "rm-1"}], "partition": "default", "clusterName": "kubernetes"}
+        {
+            "startTime": rich.ctx.start_time_ns,
+            "rmBuildInformation": [{"rmId": "rm-1"}],
+            "partition": "default",
+            "clusterName": "kubernetes",
+        }
     ]
+    assert rich.ctx.start_time_ns > 0
+
+
+def test_clusters_show_the_rms_whole_build_information() -> None:
+    # YuniKorn returns the RM's build map as registered, plus rmId; the web UI's info panel
+    # reads buildDate and buildVersion from it.
+    build = {"buildDate": "2026-11-01T10:00:00+0000", "buildVersion": "1.7.0", "isPluginVersion": "false", "arch": "amd64"}
+    world = World(register=False)
+    world.proxy.register_resource_manager(
+        si.RegisterResourceManagerRequest(rm_id="rm-k8s", version="1.7.0", policy_group="queues", config=BASIC,
+                                          build_info=build),
+        world.rm,
+    )
+    (cluster,) = decode(dao.clusters(world.context), ListOf(CLUSTER))
+    assert cluster["rmBuildInformation"] == [{**build, "rmId": "rm-k8s"}]
+    assert list(cluster["rmBuildInformation"][0]) == sorted(cluster["rmBuildInformation"][0])
+    (registered,) = world.context.registered_rms()
+    assert (registered.rm_id, registered.version, registered.build_info) == ("rm-k8s", "1.7.0", build)
+    registered.build_info["buildVersion"] = "changed"  # a copy: the context is untouched
+    assert world.context.registered_rms()[0].build_info == build
+
+
+def test_config_extra_is_the_rms_extra_configuration() -> None:
+    world = World(extra_config={"event.trackingEnabled": "true", "health.checkInterval": "45s"})
+    body = dao.config(world.context)
+    assert isinstance(body, dict)
+    assert body["Extra"] == {"event.trackingEnabled": "true", "health.checkInterval": "45s"}
+    # update_configuration replaces it, as the RM's configmap changes.
+    world.reload(BASIC, extra_config={"event.ringBufferCapacity": "5000"})
+    reloaded = dao.config(world.context)
+    assert isinstance(reloaded, dict) and reloaded["Extra"] == {"event.ringBufferCapacity": "5000"}
 
 
 def test_clusters_per_partition() -> None:
@@ -70,13 +108,13 @@ def test_clusters_per_partition() -> None:
 
 def test_healthcheck_before_and_after_a_run(world: World) -> None:
     scheduler = Scheduler(world.context)
-    assert _error(dao.healthcheck, world.context, scheduler) == (404, "Health check is not available")
-    checker = dao.HealthChecker(world.context, scheduler)
+    assert _error(dao.healthcheck, world.context) == (404, "Health check is not available")
+    checker = HealthChecker(world.context, scheduler)
     assert checker.last is None
-    assert _error(dao.healthcheck, world.context, scheduler) == (404, "Health check is not available")
+    assert _error(dao.healthcheck, world.context) == (404, "Health check is not available")
     result = checker.run_once()
     assert checker.last is result
-    body = decode(dao.healthcheck(world.context, scheduler), HEALTH)
+    body = decode(dao.healthcheck(world.context), HEALTH)
     assert body["Healthy"] is True
     names = [c["Name"] for c in body["HealthChecks"]]
     assert names[:11] == [
@@ -89,9 +127,9 @@ def test_healthcheck_before_and_after_a_run(world: World) -> None:
 def test_healthcheck_unhealthy_is_still_served(world: World) -> None:
     scheduler = Scheduler(world.context)
     scheduler.errors = 3  # as a failed cycle counts it
-    checker = dao.HealthChecker(world.context, scheduler)
+    checker = HealthChecker(world.context, scheduler)
     checker.run_once()
-    body = decode(dao.healthcheck(world.context, scheduler), HEALTH)
+    body = decode(dao.healthcheck(world.context), HEALTH)
     assert body["Healthy"] is False
     first = body["HealthChecks"][0]
     assert first == {
@@ -103,7 +141,7 @@ def test_healthcheck_unhealthy_is_still_served(world: World) -> None:
 
 
 def test_health_checker_thread(world: World) -> None:
-    checker = dao.HealthChecker(world.context, None, interval=0.01)
+    checker = HealthChecker(world.context, None, interval=0.01)
     checker.start()
     try:
         deadline = time.monotonic() + 5
@@ -113,7 +151,7 @@ def test_health_checker_thread(world: World) -> None:
     finally:
         checker.stop()
     assert not checker.running
-    once = dao.HealthChecker(world.context, None, interval=0)
+    once = HealthChecker(world.context, None, interval=0)
     once.start()
     deadline = time.monotonic() + 5
     while once.running and time.monotonic() < deadline:
@@ -126,10 +164,10 @@ def test_health_checker_thread(world: World) -> None:
 
 
 def test_health_check_interval_from_extra_config() -> None:
-    assert dao.health_check_interval({}) == 30.0
-    assert dao.health_check_interval({"health.checkInterval": "1m"}) == 60.0
-    assert dao.health_check_interval({"health.checkInterval": "0s"}) == 0.0
-    assert dao.health_check_interval({"health.checkInterval": "soon"}) == 30.0
+    assert health_check_interval({}) == 30.0
+    assert health_check_interval({"health.checkInterval": "1m"}) == 60.0
+    assert health_check_interval({"health.checkInterval": "0s"}) == 0.0
+    assert health_check_interval({"health.checkInterval": "soon"}) == 30.0
 
 
 # -- node utilisations ------------------------------------------------------------------------------------

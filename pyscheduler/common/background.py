@@ -94,6 +94,11 @@ class BackgroundThread:
         return self._thread is not None
 
     @property
+    def thread(self) -> threading.Thread | None:
+        """The running thread (its ``native_id`` tells its CPU time apart), None when stopped."""
+        return self._thread
+
+    @property
     def alive(self) -> bool:
         """The thread itself is alive."""
         thread = self._thread

@@ -25,6 +25,7 @@ __all__ = [
     "Resource",
     "ResourceError",
     "component_min_undef",
+    "go_string",
     "parse_quantity",
 ]
 
@@ -202,6 +203,14 @@ def component_min_undef(a: Resource | None, b: Resource | None) -> Resource | No
     for k, v in b._q.items():
         q[k] = min(q[k], v) if k in q else v
     return Resource._of(q)
+
+
+def go_string(resource: Mapping[str, int] | None) -> str:
+    """YuniKorn's ``Resource.String()`` as its messages show it: ``map[memory:10 vcore:1]``
+    (Go prints a map's keys sorted), ``nil resource`` for none (an unlimited headroom)."""
+    if resource is None:
+        return "nil resource"
+    return "map[" + " ".join(f"{k}:{v}" for k, v in sorted(resource.items())) + "]"
 
 
 def _pruned(q: dict[str, int]) -> dict[str, int]:

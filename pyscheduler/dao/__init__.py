@@ -25,10 +25,8 @@ from pyscheduler.dao.nodes import node, nodes
 from pyscheduler.dao.partitions import partitions, placement_rules
 from pyscheduler.dao.queues import queue, queues
 from pyscheduler.dao.scheduler_info import (
-    HealthChecker,
     clusters,
     config,
-    health_check_interval,
     healthcheck,
     history_apps,
     history_containers,
@@ -41,7 +39,6 @@ from pyscheduler.dao.usage import group, groups, user, users
 __all__ = [
     "BadRequest",
     "DAOError",
-    "HealthChecker",
     "NotFound",
     "application",
     "applications_by_state",
@@ -50,7 +47,6 @@ __all__ = [
     "fullstatedump",
     "group",
     "groups",
-    "health_check_interval",
     "healthcheck",
     "history_apps",
     "history_containers",

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import logging
 import math
-import threading
-import weakref
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from pyscheduler.dao._common import abs_used_capacity, parse_go_duration, put, sorted_map, sorted_partitions
+from pyscheduler.dao._common import abs_used_capacity, put, sorted_map, sorted_partitions
 from pyscheduler.dao.errors import HEALTH_CHECK_NOT_AVAILABLE, HISTORY_NOT_ENABLED, DAOError, NotFound
 from pyscheduler.scheduler.context import external_name
-from pyscheduler.scheduler.health import HealthResult, check_health
 
 if TYPE_CHECKING:
     from pyscheduler.config.queues import (
@@ -36,7 +33,6 @@ if TYPE_CHECKING:
     from pyscheduler.scheduler.loop import Scheduler
 
 __all__ = [
-    "HealthChecker",
     "clusters",
     "config",
     "healthcheck",
@@ -49,40 +45,26 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 CLUSTER_NAME = "kubernetes"
-#: The extra-config key of the health check interval (a Go duration) and its default.
-HEALTH_CHECK_INTERVAL_KEY = "health.checkInterval"
-DEFAULT_HEALTH_CHECK_INTERVAL = 30.0
 #: YuniKorn's lock tracking settings; pyscheduler has no deadlock detector.
 DEADLOCK_TIMEOUT_SECONDS = 60
-
-
-def _registered_rms(ctx: ClusterContext) -> list[Any]:
-    """The registered RMs, by id (the context keeps them privately; read-only here)."""
-    with ctx.lock:
-        rms = dict(getattr(ctx, "_rms", {}))
-    return [rms[rm_id] for rm_id in sorted(rms)]
 
 
 # -- clusters -------------------------------------------------------------------------------------
 
 
 def _build_information(ctx: ClusterContext) -> list[dict[str, str]]:
-    out = []
-    for rm in _registered_rms(ctx):
-        info = {str(k): str(v) for k, v in dict(getattr(rm, "build_info", None) or {}).items()}
-        info["rmId"] = rm.rm_id
-        out.append(sorted_map(info))
-    return out
+    """Each registered RM's whole build information map plus its ``rmId`` (YuniKorn's
+    rmBuildInformation), keys sorted."""
+    return [sorted_map({**rm.build_info, "rmId": rm.rm_id}) for rm in ctx.registered_rms()]
 
 
 def clusters(ctx: ClusterContext) -> list[dict[str, Any]]:
     """``/clusters``: one ClusterDAOInfo per partition."""
-    start = int(getattr(ctx, "start_time_ns", 0) or 0)
     build = _build_information(ctx)
     out = []
     for partition in sorted_partitions(ctx):
         entry: dict[str, Any] = {}
-        put(entry, "startTime", start)
+        put(entry, "startTime", ctx.start_time_ns)
         put(entry, "rmBuildInformation", build)
         entry["partition"] = external_name(partition.name)
         entry["clusterName"] = CLUSTER_NAME
@@ -92,96 +74,10 @@ def clusters(ctx: ClusterContext) -> list[dict[str, Any]]:
 
 # -- health check -----------------------------------------------------------------------------------
 
-#: The checker of each context: ``healthcheck(ctx, ...)`` serves its last result.
-_CHECKERS: weakref.WeakKeyDictionary[Any, HealthChecker] = weakref.WeakKeyDictionary()
-_CHECKERS_LOCK = threading.Lock()
-
-
-def health_check_interval(extra: Mapping[str, str] | None, default: float = DEFAULT_HEALTH_CHECK_INTERVAL) -> float:
-    """Seconds between checks from the extra config's ``health.checkInterval`` (a Go duration
-    such as ``30s``); ``default`` when absent or invalid. A value <= 0 disables periodic runs."""
-    text = (extra or {}).get(HEALTH_CHECK_INTERVAL_KEY)
-    if not text:
-        return default
-    try:
-        return parse_go_duration(text) / 1e9
-    except ValueError:
-        log.warning("invalid %s %r: using %ss", HEALTH_CHECK_INTERVAL_KEY, text, default)
-        return default
-
-
-class HealthChecker:
-    """Runs :func:`check_health` once at start, then every ``interval`` seconds on a daemon thread
-    (``interval`` <= 0: only the first run), and keeps the last result for the REST layer.
-
-    Creating a checker registers it as its context's: :func:`healthcheck` serves its result."""
-
-    def __init__(
-        self,
-        ctx: ClusterContext,
-        scheduler: Scheduler | None = None,
-        interval: float = DEFAULT_HEALTH_CHECK_INTERVAL,
-    ) -> None:
-        self.ctx = ctx
-        self.scheduler = scheduler
-        self.interval = interval
-        self._last: HealthResult | None = None
-        self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-        with _CHECKERS_LOCK:
-            _CHECKERS[ctx] = self
-
-    @property
-    def last(self) -> HealthResult | None:
-        """The last result, None until a check ran."""
-        with self._lock:
-            return self._last
-
-    def run_once(self) -> HealthResult:
-        result = check_health(self.ctx, self.scheduler)
-        with self._lock:
-            self._last = result
-        if not result.healthy:
-            log.error("scheduler is not healthy: %s", result.explain())
-        return result
-
-    def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="pyscheduler-health", daemon=True)
-        self._thread.start()
-
-    def stop(self, timeout: float = 5.0) -> None:
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        self._stop.set()
-        thread.join(timeout)
-
-    @property
-    def running(self) -> bool:
-        """The background thread is alive (with ``interval`` <= 0 it ends after its one run)."""
-        thread = self._thread
-        return thread is not None and thread.is_alive()
-
-    def _run(self) -> None:
-        while True:
-            try:
-                self.run_once()
-            except Exception:  # a failing check must not end the checker
-                log.exception("health check failed")
-            if self.interval <= 0 or self._stop.wait(self.interval):
-                return
-
-
-def healthcheck(ctx: ClusterContext, scheduler: Scheduler | None = None) -> dict[str, Any]:
-    """``/scheduler/healthcheck``: the last result of the context's :class:`HealthChecker`
-    (PascalCase, 200 even when unhealthy); NotFound ``Health check is not available`` before a
-    check ran."""
-    with _CHECKERS_LOCK:
-        checker = _CHECKERS.get(ctx)
+def healthcheck(ctx: ClusterContext) -> dict[str, Any]:
+    """``/scheduler/healthcheck``: the last result of the context's health checker (PascalCase,
+    200 even when unhealthy); NotFound ``Health check is not available`` before a check ran."""
+    checker = ctx.health_checker
     result = checker.last if checker is not None else None
     if result is None:
         raise NotFound(HEALTH_CHECK_NOT_AVAILABLE)
@@ -332,9 +228,8 @@ def _partition(conf: PartitionConfig) -> dict[str, Any]:
 
 def _current_config(ctx: ClusterContext) -> SchedulerConfig | None:
     """The configuration of the (first) registered RM's policy group."""
-    with ctx.lock:
-        configs = dict(ctx.configs)
-    for rm in _registered_rms(ctx):
+    configs = ctx.configurations()
+    for rm in ctx.registered_rms():
         found = configs.get(rm.policy_group)
         if found is not None:
             return found
@@ -342,13 +237,12 @@ def _current_config(ctx: ClusterContext) -> SchedulerConfig | None:
 
 
 def _extra_config(ctx: ClusterContext) -> dict[str, str]:
-    extra = getattr(ctx, "extra_config", None)
-    if not extra:
-        for rm in _registered_rms(ctx):
-            extra = getattr(rm, "extra_config", None)
-            if extra:
-                break
-    return {str(k): str(v) for k, v in sorted(dict(extra or {}).items())}
+    """The extra configuration of the (first) registered RM that has one (YuniKorn has one RM
+    and shows its configmap's settings)."""
+    for rm in ctx.registered_rms():
+        if rm.extra_config:
+            return sorted_map(rm.extra_config)
+    return {}
 
 
 def config_dao(ctx: ClusterContext) -> dict[str, Any]:

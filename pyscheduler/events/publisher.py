@@ -12,6 +12,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
+from pyscheduler.common.background import BackgroundThread
 from pyscheduler.events.request_store import RequestEventStore
 from pyscheduler.si.events import EventRecord
 
@@ -40,26 +41,25 @@ class ShimPublisher:
         self._store = store
         self._sink = sink
         self._interval = interval
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # The first publication after one interval, then every interval.
+        self._thread = BackgroundThread(
+            "pyscheduler-event-publisher", self._publish_step, interval=interval, first_delay=interval
+        )
         self._lock = threading.Lock()
         self.published = 0
         self.failed = 0
 
     def start(self) -> None:
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="pyscheduler-event-publisher", daemon=True)
         self._thread.start()
 
     def stop(self) -> None:
         """Stop the thread (if started), then publish what is stored one last time."""
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            self._stop.set()
-            thread.join()
+        self._thread.stop()
         self.publish_once()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.running
 
     def publish_once(self) -> int:
         """Collect and send now; returns how many events were sent."""
@@ -77,6 +77,5 @@ class ShimPublisher:
             self.published += len(events)
             return len(events)
 
-    def _run(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.publish_once()
+    def _publish_step(self) -> None:
+        self.publish_once()

@@ -17,7 +17,7 @@ __all__ = ["Allocation", "ask_sort_key"]
 @dataclass(eq=False, slots=True)
 class Allocation:
     """An ask until it has a node, an allocation after. Owned by its application; changed only
-    under the application's lock (and the partition's, for placement)."""
+    under the partition's lock."""
 
     allocation_key: str
     application_id: str
@@ -41,6 +41,12 @@ class Allocation:
     #: order of last occurrence; ``alloc_log_time`` has the last time of a reason when known.
     alloc_log: dict[str, int] = field(default_factory=dict)
     alloc_log_time: dict[str, int] = field(default_factory=dict)
+    #: Request events (YuniKorn's AskEvents): the quota checks that failed last time (an event
+    #: goes out when one starts or stops failing) and when the last "predicates failed" event
+    #: went out (monotonic seconds; at most one per PREDICATES_EVENT_INTERVAL).
+    user_quota_failed: bool = False
+    queue_headroom_failed: bool = False
+    predicates_event_at: float | None = None
 
     def place(self, node_id: str, now_ns: int, instance_type: str = "") -> None:
         self.node_id = node_id
@@ -48,11 +54,12 @@ class Allocation:
         self.allocation_time_ns = now_ns
         self.instance_type = instance_type
 
-    def log_failure(self, reason: str, now_ns: int = 0) -> None:
+    def log_failure(self, reason: str, now_ns: int) -> None:
+        """One more failed attempt for ``reason`` (YuniKorn's allocation log: count and last
+        occurrence, shown by REST)."""
         # Re-inserted: the dict's order stays the order of last occurrence.
         self.alloc_log[reason] = self.alloc_log.pop(reason, 0) + 1
-        if now_ns:
-            self.alloc_log_time[reason] = now_ns
+        self.alloc_log_time[reason] = now_ns
 
 
 def ask_sort_key(ask: Allocation) -> tuple[int, int, str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pyscheduler.common.resources import Resource, go_string
 from pyscheduler.si.events import AddEvent
 from pyscheduler.si.events import EventChangeDetail as D
 from pyscheduler.si.events import EventChangeType as C
@@ -62,6 +63,46 @@ class AppEvents:
     def request_diagnostic(self, allocation_key: str, app_id: str, message: str, resource: Res = None) -> None:
         """A REQUEST/NONE event: why an ask is pending. Goes to the RM only, never to REST."""
         self._add(T.REQUEST, C.NONE, D.DETAILS_NONE, allocation_key, app_id, message, resource)
+
+    # YuniKorn's ask events (objects/events/ask_events.go), with its exact messages.
+
+    def request_exceeds_queue_headroom(
+        self, allocation_key: str, app_id: str, headroom: Res, requested: Resource, queue_path: str
+    ) -> None:
+        self.request_diagnostic(
+            allocation_key,
+            app_id,
+            f"Request '{allocation_key}' does not fit in queue '{queue_path}' "
+            f"(requested {go_string(requested)}, available {go_string(headroom)})",
+            requested,
+        )
+
+    def request_fits_in_queue(self, allocation_key: str, app_id: str, queue_path: str, requested: Resource) -> None:
+        self.request_diagnostic(
+            allocation_key, app_id, f"Request '{allocation_key}' has become schedulable in queue '{queue_path}'", requested
+        )
+
+    def request_exceeds_user_quota(self, allocation_key: str, app_id: str, headroom: Res, requested: Resource) -> None:
+        self.request_diagnostic(
+            allocation_key,
+            app_id,
+            f"Request '{allocation_key}' exceeds the available user quota "
+            f"(requested {go_string(requested)}, available {go_string(headroom)})",
+            requested,
+        )
+
+    def request_fits_in_user_quota(self, allocation_key: str, app_id: str, requested: Resource) -> None:
+        self.request_diagnostic(
+            allocation_key, app_id, f"Request '{allocation_key}' fits in the available user quota", requested
+        )
+
+    def request_predicates_failed(
+        self, allocation_key: str, app_id: str, failures: Mapping[str, int], requested: Resource
+    ) -> None:
+        """Every node's predicates refused the ask: each reason with how many nodes gave it,
+        sorted (YuniKorn's SendPredicatesFailed; the caller rate-limits it per ask)."""
+        listed = "".join(f"{reason} ({failures[reason]}x); " for reason in sorted(failures))
+        self.request_diagnostic(allocation_key, app_id, f"Unschedulable request '{allocation_key}': {listed}", requested)
 
 
 class NodeEvents:

@@ -19,8 +19,9 @@ from __future__ import annotations
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from pyscheduler.common.clock import Clock, SystemClock
 from pyscheduler.common.errors import SchedulerError
@@ -39,7 +40,10 @@ from pyscheduler.si.callback import PredicatesFunc, ResourceManagerCallback, pre
 from pyscheduler.scheduler.config_apply import apply_partition_config, root_settings
 from pyscheduler.scheduler.read_pacing import ReadPacer
 
-__all__ = ["ClusterContext", "UnknownRMError", "UpdateListener", "internal_name", "external_name"]
+if TYPE_CHECKING:
+    from pyscheduler.scheduler.health_checker import HealthChecker
+
+__all__ = ["ClusterContext", "RegisteredRM", "UnknownRMError", "UpdateListener", "internal_name", "external_name"]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +76,28 @@ class _RM:
     checksum: str = ""
     #: The RM's predicates hook, resolved once (None: every node passes).
     predicates: PredicatesFunc | None = None
+    version: str = ""
+    build_info: Mapping[str, str] = field(default_factory=dict)
+    #: The extra configuration of the registration or of the last update_configuration.
+    extra_config: Mapping[str, str] = field(default_factory=dict)
+
+    def info(self) -> RegisteredRM:
+        return RegisteredRM(
+            self.rm_id, self.version, self.policy_group, dict(self.build_info), dict(self.extra_config)
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class RegisteredRM:
+    """What the REST layer may know of a registered RM (a copy: changing it changes nothing)."""
+
+    rm_id: str
+    version: str
+    policy_group: str
+    #: The RM's build information as it registered it (YuniKorn: buildDate, buildVersion, ...).
+    build_info: dict[str, str]
+    #: The extra configuration (settings outside queues.yaml) last given by the RM.
+    extra_config: dict[str, str]
 
 
 class ClusterContext:
@@ -97,6 +123,10 @@ class ClusterContext:
         self.lock = threading.RLock()
         #: REST answers yield to the scheduling loop while it is busy (read_pacing).
         self.read_pacer = ReadPacer()
+        #: The health checker serving /ws/v1/scheduler/healthcheck (a new checker sets itself).
+        self.health_checker: HealthChecker | None = None
+        #: When this scheduler started (YuniKorn's /ws/v1/clusters ``startTime``), unix ns.
+        self.start_time_ns = self.clock.now_ns()
         # Copy-on-write: notifying (every RM update and partition change) reads the tuple without a
         # lock; only adding and removing a listener, which are rare, take _listeners_lock.
         self._update_listeners: tuple[_Registration, ...] = ()
@@ -108,6 +138,18 @@ class ClusterContext:
     @property
     def uuid(self) -> str:
         return self.event_system.instance_uuid
+
+    # -- read API (the REST layer's view; copies, taken under the context's lock) -------------------
+
+    def registered_rms(self) -> list[RegisteredRM]:
+        """Every registered RM, by id."""
+        with self.lock:
+            return [self._rms[rm_id].info() for rm_id in sorted(self._rms)]
+
+    def configurations(self) -> dict[str, SchedulerConfig]:
+        """The configuration in force for each policy group (immutable objects)."""
+        with self.lock:
+            return dict(self.configs)
 
     # -- update listeners ---------------------------------------------------------------------------
 
@@ -148,7 +190,13 @@ class ClusterContext:
                     for name in [n for n, p in self.partitions.items() if p.rm_id == request.rm_id]:
                         removed.append(self._remove_partition(name))
                 self._rms[request.rm_id] = _RM(
-                    request.rm_id, callback, request.policy_group, predicates=predicates_of(callback)
+                    request.rm_id,
+                    callback,
+                    request.policy_group,
+                    predicates=predicates_of(callback),
+                    version=request.version,
+                    build_info=dict(request.build_info),
+                    extra_config=dict(request.extra_config),
                 )
                 self.event_system.apply_settings(settings)
                 self.event_system.set_callback(callback)
@@ -165,9 +213,10 @@ class ClusterContext:
         removed: list[Partition] = []
         try:
             with self.lock:
-                self._rm(request.rm_id)
+                rm = self._rm(request.rm_id)
                 self.event_system.apply_settings(settings)
                 self._apply_config(request.rm_id, request.policy_group, config, removed)
+                rm.extra_config = dict(request.extra_config)
         finally:
             self._flush_removed(removed)
         # The remaining partitions after the removed ones: the order the RM always heard them in.

@@ -48,6 +48,8 @@ __all__ = ["Decision", "SchedulingCycle", "QUEUE_QUOTA", "USER_QUOTA", "DEFAULT_
 DEFAULT_RESERVATION_DELAY = 2.0
 #: Reservation candidates checked with the RM per pass over the nodes (most asks take the first).
 RESERVATION_CANDIDATE_BATCH = 16
+#: Seconds between two "predicates failed" request events of one ask (YuniKorn: 15 s, burst 1).
+PREDICATES_EVENT_INTERVAL = 15.0
 QUEUE_QUOTA = "Not enough queue quota"
 USER_QUOTA = "Not enough user quota"
 
@@ -154,16 +156,30 @@ class SchedulingCycle:
         queue_room = queue.headroom()
         reserved = partition.reservations.by_key
         now = self.context.clock.now_ns()
+        events = partition.events.app
         for ask in app.iter_asks():
             if ask.allocation_key in reserved:
                 continue
             resource = ask.resource
+            # Request events go out when a check starts or stops failing (YuniKorn's ask events).
             if not resource.fits_in_max_undef(user_room):
-                ask.log_failure(USER_QUOTA)
+                ask.log_failure(USER_QUOTA, now)
+                if not ask.user_quota_failed:
+                    ask.user_quota_failed = True
+                    events.request_exceeds_user_quota(ask.allocation_key, app.app_id, user_room, resource)
                 continue
+            if ask.user_quota_failed:
+                ask.user_quota_failed = False
+                events.request_fits_in_user_quota(ask.allocation_key, app.app_id, resource)
             if not resource.fits_in_max_undef(queue_room):
-                ask.log_failure(QUEUE_QUOTA)
+                ask.log_failure(QUEUE_QUOTA, now)
+                if not ask.queue_headroom_failed:
+                    ask.queue_headroom_failed = True
+                    events.request_exceeds_queue_headroom(ask.allocation_key, app.app_id, queue_room, resource, queue.path)
                 continue
+            if ask.queue_headroom_failed:
+                ask.queue_headroom_failed = False
+                events.request_fits_in_queue(ask.allocation_key, app.app_id, queue.path, resource)
             if ask.required_node:
                 decision = self._try_required_node(partition, app, ask)
             else:
@@ -175,16 +191,31 @@ class SchedulingCycle:
     # -- nodes ---------------------------------------------------------------------------------------
 
     def _try_nodes(self, partition: Partition, app: Application, ask: Allocation, now_ns: int) -> Decision | None:
-        node = self._first_node(partition, ask, skip_reserved=True)
+        failures: dict[str, int] = {}
+        node = self._first_node(partition, ask, skip_reserved=True, failures=failures)
         if node is not None:
             return self._commit(partition, app, ask, node)
+        if failures:
+            self._predicates_failed(partition, app, ask, failures)
         if (now_ns - ask.create_time_ns) / 1e9 >= self.reservation_delay:
             self._reserve_closest(partition, ask)
         return None
 
+    def _predicates_failed(self, partition: Partition, app: Application, ask: Allocation,
+                           failures: dict[str, int]) -> None:
+        """The RM's predicates refused every node that fitted: a request event, at most one per
+        ask every PREDICATES_EVENT_INTERVAL (YuniKorn's per-ask rate limiter, burst 1)."""
+        now = self.context.clock.monotonic()
+        last = ask.predicates_event_at
+        if last is not None and now - last < PREDICATES_EVENT_INTERVAL:
+            return
+        ask.predicates_event_at = now
+        partition.events.app.request_predicates_failed(ask.allocation_key, app.app_id, failures, ask.resource)
+
     def _first_node(self, partition: Partition, ask: Allocation, *, skip_reserved: bool,
-                    exclude: str = "") -> Node | None:
-        """The first node in order that fits and passes the RM's predicates."""
+                    exclude: str = "", failures: dict[str, int] | None = None) -> Node | None:
+        """The first node in order that fits and passes the RM's predicates; each refusal is
+        logged on the ask and counted by reason in ``failures``."""
         ordering = partition.node_ordering
         predicates = self.context.predicates_for(partition)
         demand = ask.resource.view()
@@ -200,7 +231,9 @@ class SchedulingCycle:
             if predicates is not None:
                 reason = check_predicates(predicates, PredicatesArgs(ask.allocation_key, node.node_id, True))
                 if reason:
-                    ask.log_failure(reason)
+                    ask.log_failure(reason, self.context.clock.now_ns())
+                    if failures is not None:
+                        failures[reason] = failures.get(reason, 0) + 1
                     continue
             return node
 
@@ -221,7 +254,7 @@ class SchedulingCycle:
     def _predicates_pass(self, partition: Partition, ask: Allocation, node: Node) -> bool:
         reason = check_predicates(self.context.predicates_for(partition), PredicatesArgs(ask.allocation_key, node.node_id, True))
         if reason:
-            ask.log_failure(reason)
+            ask.log_failure(reason, self.context.clock.now_ns())
         return not reason
 
     def _reserve_closest(self, partition: Partition, ask: Allocation) -> None:
@@ -254,7 +287,7 @@ class SchedulingCycle:
                 reason = check_predicates(predicates, PredicatesArgs(ask.allocation_key, node_id, False))
                 if not reason:
                     return node_id
-                ask.log_failure(reason)
+                ask.log_failure(reason, self.context.clock.now_ns())
             if len(candidates) < batch_size:
                 return None
             after = candidates[-1]

@@ -14,6 +14,7 @@ import threading
 from collections import deque
 from typing import TYPE_CHECKING
 
+from pyscheduler.common.background import BackgroundThread
 from pyscheduler.common.clock import Clock
 
 if TYPE_CHECKING:
@@ -45,8 +46,7 @@ class History:
         self._lock = threading.Lock()
         #: (timestamp ns, applications, containers), oldest first; the oldest goes when full.
         self._records: deque[tuple[int, int, int]] = deque(maxlen=capacity)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = BackgroundThread("pyscheduler-history", self._step, interval=interval, first_delay=interval)
 
     def counts(self) -> tuple[int, int]:
         """(live applications, their allocations) over every partition, now."""
@@ -89,27 +89,15 @@ class History:
 
     def start(self) -> None:
         """Samples every ``interval`` seconds on a daemon thread (the first after one interval,
-        like YuniKorn's ticker)."""
-        if self._thread is not None:
-            return
-        self._stop.clear()
-        self._thread = threading.Thread(target=self._run, name="pyscheduler-history", daemon=True)
+        like YuniKorn's ticker). A failed sample is logged and the next one still comes."""
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        self._stop.set()
-        thread.join(timeout)
+        self._thread.stop(timeout)
 
     @property
     def running(self) -> bool:
-        return self._thread is not None
+        return self._thread.running
 
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.sample()
-            except Exception:  # a failed sample must not end the history
-                log.exception("history sample failed")
+    def _step(self) -> None:
+        self.sample()

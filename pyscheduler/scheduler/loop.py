@@ -13,6 +13,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from pyscheduler.common.background import BackgroundThread
 from pyscheduler.scheduler.context import ClusterContext
 from pyscheduler.scheduler.cycle import DEFAULT_RESERVATION_DELAY, Decision, SchedulingCycle
 
@@ -37,9 +38,7 @@ class Scheduler:
         self.cycle = SchedulingCycle(context, reservation_delay=reservation_delay)
         self.idle_interval = idle_interval
         self.tick_interval = tick_interval
-        self._wake = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = BackgroundThread("pyscheduler-scheduling", self._step, interval=idle_interval)
         self._last_tick = context.clock.monotonic()
         #: Cycles run, allocations made, and cycles that failed with an error (health checks).
         self.cycles = 0
@@ -84,46 +83,38 @@ class Scheduler:
     # -- thread ----------------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self._thread is not None:
+        if self._thread.running:
             return
-        self._stop.clear()
         # A listener among others: another Scheduler, the web layer or a test may listen too.
-        self._remove_wake_listener = self.context.add_update_listener(self._wake.set)
-        # Work submitted before the start must not wait for the first idle tick.
-        self._wake.set()
-        self._thread = threading.Thread(target=self._run, name="pyscheduler-scheduling", daemon=True)
+        self._remove_wake_listener = self.context.add_update_listener(self._thread.wake)
+        # Work submitted before the start does not wait for the first idle tick: the first cycle
+        # runs at once.
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
         """Ends the loop after the cycle in progress."""
-        thread, self._thread = self._thread, None
-        if thread is None:
-            return
         remove_wake_listener, self._remove_wake_listener = self._remove_wake_listener, None
         if remove_wake_listener is not None:
             # A stopped loop must not stay reachable from (and be called by) the context.
             remove_wake_listener()
-        self._stop.set()
-        self._wake.set()
-        thread.join(timeout)
+        self._thread.stop(timeout)
         self.context.read_pacer.scheduler_busy = False  # a stopped loop is not busy
 
     @property
     def running(self) -> bool:
-        return self._thread is not None
+        return self._thread.running
+
+    @property
+    def thread(self) -> threading.Thread | None:
+        """The loop's thread while it runs."""
+        return self._thread.thread
 
     def wake(self) -> None:
-        self._wake.set()
+        self._thread.wake()
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            self._wake.wait(self.idle_interval)
-            self._wake.clear()
-            if self._stop.is_set():
-                break
-            placed = bool(self.schedule_once())
-            # While cycles run back to back, REST answers are built paced (read_pacing).
-            self.context.read_pacer.scheduler_busy = placed
-            if placed:
-                # It placed something: there may be more to place right away.
-                self._wake.set()
+    def _step(self) -> bool:
+        """One cycle of the loop's thread; True (run again at once) when it placed something."""
+        placed = bool(self.schedule_once())
+        # While cycles run back to back, REST answers are built paced (read_pacing).
+        self.context.read_pacer.scheduler_busy = placed
+        return placed

@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from pyscheduler.config.loader import DEFAULT_CONFIG, parse_and_validate
-from pyscheduler.dao import HealthChecker
+from pyscheduler.scheduler.health_checker import HealthChecker
 from pyscheduler.events.system import EventSystem
 from pyscheduler.objects.application import AppTimeouts
 from pyscheduler.rmproxy.proxy import RMProxy
@@ -183,9 +183,6 @@ class SchedulerService:
                 return
             self._state = "running"
         self.started_ns = time.time_ns()
-        if not getattr(self.context, "start_time_ns", 0):
-            # The scheduler's start time (``startTime`` of /ws/v1/clusters reads it).
-            self.context.start_time_ns = self.started_ns  # type: ignore[attr-defined]
         self.context.event_system.start()
         self.scheduler.start()
         if self.history is not None:

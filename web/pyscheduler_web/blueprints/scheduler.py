@@ -59,7 +59,7 @@ def validate_conf() -> Response:
 
 @get_json(bp, "/ws/v1/scheduler/healthcheck")
 def healthcheck() -> Any:
-    return dao.healthcheck(ctx(), service().scheduler)
+    return dao.healthcheck(ctx())
 
 
 @get_json(bp, "/ws/v1/scheduler/node-utilizations")
