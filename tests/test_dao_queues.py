@@ -154,6 +154,7 @@ def test_queue_leaf_with_properties(rich: Rich) -> None:
         "preemptionEnabled": True,
         "isPreemptionFence": False,
         "preemptionDelay": "1m30s",
+        "quotaPreemptionDelay": "0s",
         "isPriorityFence": False,
         "priorityOffset": 5,
     }
@@ -251,13 +252,17 @@ partitions:
           - name: a
             properties: {preemption.delay: "-5s", priority.offset: "x"}
           - name: b
-            properties: {preemption.delay: "1.5s", preemption.policy: disabled, application.sort.priority: disabled}
+            properties: {preemption.delay: "1.5s", preemption.policy: disabled, application.sort.priority: disabled,
+                         quota.preemption.delay: 2h}
 """)
     try:
         a = decode(dao.queue(world.context, "default", "root.a"), QUEUE)
         assert a["preemptionDelay"] == "30s" and "priorityOffset" not in a
+        # YuniKorn always shows quotaPreemptionDelay: "0s" unless the queue sets it.
+        assert a["quotaPreemptionDelay"] == "0s"
         b = decode(dao.queue(world.context, "default", "root.b"), QUEUE)
         assert b["preemptionDelay"] == "1.5s"
+        assert b["quotaPreemptionDelay"] == "2h0m0s"
         assert b["preemptionEnabled"] is False and b["prioritySorting"] is False
     finally:
         world.close()

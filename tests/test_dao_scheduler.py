@@ -221,8 +221,12 @@ def test_history(world: World) -> None:
     history.sample()
     world.add_app("app-1")
     world.allocate("k1", "app-1", "n1")
+    # Live but not running (nothing allocated yet): YuniKorn counts only Running applications.
+    world.add_app("app-2")
+    world.ask("k2", "app-2", res(memory=10**9))
     world.clock.advance(60)
     history.sample()
+    assert world.app("app-2").state.value != "Running"
     assert decode(dao.history_apps(history), ListOf(APP_HISTORY)) == [
         {"timestamp": T0, "totalApplications": "0"},
         {"timestamp": T0 + 60_000_000_000, "totalApplications": "1"},
@@ -422,7 +426,9 @@ def test_fullstatedump(rich: Rich) -> None:
     assert dump["queues"] == [dao.queues(rich.ctx, "default")]
     assert [a["applicationID"] for a in dump["applications"]] == ["app-b", "app-bob", "app-run", "app-done", "app-rej"]
     assert dump["nodes"] == [{"partitionName": "default", "nodesInfo": dao.nodes(rich.ctx, "default")}]
-    assert dump["appHistory"] == [{"timestamp": dump["timestamp"], "totalApplications": "3"}]
+    running = sum(1 for a in dump["applications"] if a["applicationState"] == "Running")
+    assert running == 2  # app-b is Accepted, app-bob and app-run are Running
+    assert dump["appHistory"] == [{"timestamp": dump["timestamp"], "totalApplications": str(running)}]
     assert dump["containerHistory"] == [{"timestamp": dump["timestamp"], "totalContainers": "3"}]
     assert dump["clusterInfo"] == dao.clusters(rich.ctx)
     assert dump["placementRules"] == [{"partition": "default", "rules": dao.placement_rules(rich.ctx, "default")}]

@@ -33,6 +33,8 @@ __all__ = ["QueueView", "queue", "queue_dao", "queue_view", "queues"]
 # Queue properties YuniKorn reads (configs/configvalidator.go); the priority ones are the queue's.
 PREEMPTION_POLICY = "preemption.policy"
 PREEMPTION_DELAY = "preemption.delay"
+#: The delay before quota preemption enforces a lowered max (YuniKorn 1.7; default 0: never).
+QUOTA_PREEMPTION_DELAY = "quota.preemption.delay"
 #: YuniKorn's default preemption delay (configs.DefaultPreemptionDelay).
 DEFAULT_PREEMPTION_DELAY_NS = 30 * 1_000_000_000
 
@@ -46,6 +48,17 @@ def _preemption_delay(properties: dict[str, str]) -> int:
     except ValueError:
         return DEFAULT_PREEMPTION_DELAY_NS
     return delay if delay > 0 else DEFAULT_PREEMPTION_DELAY_NS
+
+
+def _quota_preemption_delay(properties: dict[str, str]) -> int:
+    """``quota.preemption.delay`` in ns; 0 (YuniKorn's default) when unset, invalid or negative."""
+    text = properties.get(QUOTA_PREEMPTION_DELAY)
+    if not text:
+        return 0
+    try:
+        return max(0, parse_go_duration(text))
+    except ValueError:
+        return 0
 
 
 def _template(queue: Queue) -> QueueSettings | None:
@@ -157,6 +170,7 @@ def queue_dao(queue: QueueView) -> dict[str, Any]:
     out["preemptionEnabled"] = preemption_policy != "disabled"
     out["isPreemptionFence"] = preemption_policy == "fence"
     put(out, "preemptionDelay", go_duration(_preemption_delay(properties)))
+    put(out, "quotaPreemptionDelay", go_duration(_quota_preemption_delay(properties)))
     out["isPriorityFence"] = properties.get(PRIORITY_POLICY, "").lower() == "fence"
     put(out, "priorityOffset", parse_priority_offset(properties))
     return out

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pyscheduler.common.background import BackgroundThread
 from pyscheduler.common.clock import Clock
+from pyscheduler.objects.application_state import AppState
 
 if TYPE_CHECKING:
     from pyscheduler.scheduler.context import ClusterContext
@@ -49,15 +50,17 @@ class History:
         self._thread = BackgroundThread("pyscheduler-history", self._step, interval=interval, first_delay=interval)
 
     def counts(self) -> tuple[int, int]:
-        """(live applications, their allocations) over every partition, now."""
+        """(Running applications, allocations of the live applications) over every partition,
+        now: YuniKorn stores its "total applications running" metric and its allocated
+        containers (the web UI plots them as "Running Applications" and "Containers")."""
         with self.ctx.lock:
             partitions = list(self.ctx.partitions.values())
         apps = containers = 0
         for partition in partitions:
             with partition.lock:
-                live = list(partition.applications.values())
-                apps += len(live)
-                for app in live:
+                for app in partition.applications.values():
+                    if app.state is AppState.RUNNING:
+                        apps += 1
                     containers += len(app.allocations)
         return apps, containers
 

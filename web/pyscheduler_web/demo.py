@@ -25,6 +25,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pyscheduler.common.background import BackgroundThread
 from pyscheduler.common.resources import MEMORY, VCORE, Resource
 from pyscheduler.config.loader import parse_and_validate
 from pyscheduler.config.queues import QueueConfig
@@ -60,6 +61,20 @@ class DemoSettings:
     tick: float = 0.2
 
 
+def demo_build_info() -> dict[str, str]:
+    """The demo RM's build information, shaped as YuniKorn's shim reports its own (the web UI's
+    info panel shows buildDate and buildVersion): this service's version and start time."""
+    import pyscheduler
+
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z", time.gmtime())
+    return {
+        "buildDate": started,
+        "buildVersion": pyscheduler.__version__,
+        "isPluginVersion": "false",
+        "rmName": "pyscheduler-demo",
+    }
+
+
 def leaf_queues(config_text: str, partition: str = "default") -> list[str]:
     """The leaf queue paths of ``partition`` (or of the first partition) in a queues.yaml."""
     config = parse_and_validate(config_text)
@@ -89,8 +104,10 @@ class DemoRM:
         self.queues = leaf_queues(config_text, self.partition)
         self._rng = random.Random(self.settings.seed)
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # Steps every tick, the first after one tick; a failing step is logged, the next still runs.
+        self._thread = BackgroundThread(
+            "pyscheduler-demo-rm", self._tick, interval=self.settings.tick, first_delay=self.settings.tick
+        )
         self._app_seq = 0
         self._asks: dict[str, tuple[str, float]] = {}  # ask key -> (app id, run time)
         self._ends: dict[str, float] = {}  # running allocation key -> monotonic end time
@@ -109,7 +126,7 @@ class DemoRM:
                 rm_id=self.RM_ID,
                 version="demo",
                 policy_group="queues",
-                build_info={"buildDate": "", "buildVersion": "demo", "isPluginVersion": "false"},
+                build_info=demo_build_info(),
                 config=self.config_text,
             ),
             self,
@@ -125,14 +142,11 @@ class DemoRM:
             for i in range(s.nodes)
         )
         self.proxy.update_node(si.NodeRequest(nodes=nodes, rm_id=self.RM_ID))
-        self._thread = threading.Thread(target=self._run, name="pyscheduler-demo-rm", daemon=True)
+        self._next_arrival = time.monotonic()
         self._thread.start()
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(timeout)
+        self._thread.stop(timeout)
 
     # -- the RM callback ----------------------------------------------------------------------
 
@@ -185,13 +199,8 @@ class DemoRM:
 
     # -- the loop -------------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        self._next_arrival = time.monotonic()
-        while not self._stop.wait(self.settings.tick):
-            try:
-                self._step(time.monotonic())
-            except Exception:  # the demo must never take the service down
-                log.exception("demo RM step failed")
+    def _tick(self) -> None:
+        self._step(time.monotonic())
 
     def _step(self, now: float) -> None:
         with self._lock:

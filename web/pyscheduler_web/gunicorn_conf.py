@@ -117,6 +117,7 @@ def worker_exit(server: Any, worker: Any) -> None:
     state = _state(worker)
     if state is not None:
         state.service.stop()
+        state.write_deadlines.close()
 
 
 def settings() -> dict[str, Any]:

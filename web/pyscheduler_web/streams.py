@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pyscheduler.common.background import BackgroundThread
 from pyscheduler._native import StreamTicket, Subscription
 from pyscheduler.config.event_settings import EventSettings
 
@@ -167,16 +168,19 @@ class WriteDeadlines:
         self.tick = tick
         self._lock = threading.Lock()
         self._armed: dict[int, tuple[float, socket.socket]] = {}
-        self._thread: threading.Thread | None = None
+        # Started by the first armed deadline; checks every tick, the first after one tick.
+        self._thread = BackgroundThread("pyscheduler-stream-deadlines", self._expire, interval=tick, first_delay=tick)
         #: Streams cut for a stuck write (metrics).
         self.expired = 0
 
     def arm(self, key: int, sock: socket.socket) -> None:
         with self._lock:
             self._armed[key] = (time.monotonic() + self.timeout, sock)
-            if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="pyscheduler-stream-deadlines", daemon=True)
-                self._thread.start()
+        self._thread.start()  # a no-op once running
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Stops the watchdog (at shutdown; a later ``arm`` starts it again)."""
+        self._thread.stop(timeout)
 
     def disarm(self, key: int) -> None:
         with self._lock:
@@ -187,20 +191,19 @@ class WriteDeadlines:
         with self._lock:
             self.expired += 1
 
-    def _run(self) -> None:
-        while True:
-            time.sleep(self.tick)
-            now = time.monotonic()
-            with self._lock:
-                expired = [(k, sock) for k, (deadline, sock) in self._armed.items() if deadline <= now]
-                for key, _ in expired:
-                    del self._armed[key]
-                self.expired += len(expired)
-            for _, sock in expired:
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+    def _expire(self) -> None:
+        """Shuts down the sockets whose write is stuck past its deadline."""
+        now = time.monotonic()
+        with self._lock:
+            expired = [(k, sock) for k, (deadline, sock) in self._armed.items() if deadline <= now]
+            for key, _ in expired:
+                del self._armed[key]
+            self.expired += len(expired)
+        for _, sock in expired:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
 
 class PeerWatch:
