@@ -5,6 +5,8 @@ from typing import final
 
 from typing_extensions import Self
 
+from pyscheduler.common.errors import SchedulerRuntimeError, SchedulerValueError
+
 __all__ = [
     "__version__",
     "EventStore",
@@ -17,10 +19,10 @@ __all__ = [
 
 __version__: str
 
-class EventIdOutOfRangeError(ValueError):
+class EventIdOutOfRangeError(SchedulerValueError):
     """A start event id the ring buffer does not hold. args: (message, start, lowest, highest)."""
 
-class EventSystemStoppedError(RuntimeError):
+class EventSystemStoppedError(SchedulerRuntimeError):
     """The event pipeline was stopped."""
 
 _EventTuple = (

@@ -7,11 +7,19 @@ exception so that generic code (``except ValueError``) keeps working.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "SchedulerError"]
+__all__ = ["ConfigError", "SchedulerError", "SchedulerRuntimeError", "SchedulerValueError"]
 
 
 class SchedulerError(Exception):
-    """Base class of all errors raised by pyscheduler."""
+    """Base class of all errors raised by pyscheduler (native ones included)."""
+
+
+class SchedulerValueError(SchedulerError, ValueError):
+    """A value pyscheduler rejects (the base of the native module's value errors)."""
+
+
+class SchedulerRuntimeError(SchedulerError, RuntimeError):
+    """An operation pyscheduler cannot do in its current state (the native module's base too)."""
 
 
 class ConfigError(SchedulerError, ValueError):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import unicodedata
 
+from pyscheduler.common.errors import SchedulerValueError
+
 __all__ = ["ERR_RANGE", "ERR_SYNTAX", "NumError", "go_quote", "parse_bool", "parse_uint"]
 
 #: Text of Go's ``strconv.ErrSyntax``.
@@ -34,7 +36,7 @@ _SHORT_ESCAPES = {
 }
 
 
-class NumError(ValueError):
+class NumError(SchedulerValueError):
     """Port of Go's ``*strconv.NumError``: a failed conversion.
 
     ``func`` is the Go function name (``"ParseBool"``, ``"ParseUint"``),

@@ -19,6 +19,8 @@ import re
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Final
 
+from pyscheduler.common.errors import SchedulerValueError
+
 __all__ = [
     "MEMORY",
     "VCORE",
@@ -36,7 +38,7 @@ _INT64_MIN: Final = -(1 << 63)
 _INT64_MAX: Final = (1 << 63) - 1
 
 
-class ResourceError(ValueError):
+class ResourceError(SchedulerValueError):
     """A resource quantity that does not parse or does not fit in int64."""
 
 

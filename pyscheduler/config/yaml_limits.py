@@ -25,6 +25,8 @@ from typing import Final
 import yaml
 from yaml.nodes import MappingNode, Node, SequenceNode
 
+from pyscheduler.common.errors import SchedulerValueError
+
 __all__ = [
     "MAX_EXPANDED_VALUES",
     "MAX_NESTING",
@@ -43,7 +45,7 @@ _OPEN: Final = (yaml.SequenceStartEvent, yaml.MappingStartEvent)
 _CLOSE: Final = (yaml.SequenceEndEvent, yaml.MappingEndEvent)
 
 
-class YamlLimitError(ValueError):
+class YamlLimitError(SchedulerValueError):
     """The document is over one of the bounds; the message says which, for an operator."""
 
 

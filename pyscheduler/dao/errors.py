@@ -6,6 +6,8 @@ The web layer turns a :class:`DAOError` into YuniKorn's error body
 
 from __future__ import annotations
 
+from pyscheduler.common.errors import SchedulerError
+
 __all__ = [
     "BadRequest",
     "DAOError",
@@ -56,7 +58,7 @@ HEALTH_CHECK_NOT_AVAILABLE = "Health check is not available"
 HISTORY_NOT_ENABLED = "Internal metrics collection is not enabled."
 
 
-class DAOError(Exception):
+class DAOError(SchedulerError):
     """A query the REST layer answers with an error: ``status`` is the HTTP status code and
     ``message`` YuniKorn's text (also the body's ``description``). 500 unless a subclass says."""
 

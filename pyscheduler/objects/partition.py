@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from pyscheduler.common.errors import SchedulerError
 from pyscheduler.common.clock import Clock
 from pyscheduler.common.resources import Resource
 from pyscheduler.si.events import EventChangeDetail
@@ -31,7 +32,7 @@ from pyscheduler.policies.placement import PlacementManager, PlacementRejected
 __all__ = ["Partition", "PartitionError", "Released", "TERMINATION_DETAIL"]
 
 
-class PartitionError(Exception):
+class PartitionError(SchedulerError):
     """A request the partition refuses; the message is the reason sent to the RM."""
 
 

@@ -209,7 +209,7 @@ class PlacementRejected(SchedulerError):
         self.reason = reason
 
 
-class PlacementError(Exception):
+class PlacementError(SchedulerError):
     """A rule failed while running (not "did not match"): rejects the application."""
 
 

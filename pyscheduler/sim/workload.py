@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from pyscheduler.common.errors import SchedulerValueError
 from pyscheduler.common.resources import MEMORY, VCORE, ResourceError, parse_quantity
 
 __all__ = [
@@ -52,7 +53,7 @@ ARRIVAL_PATTERNS: Final = ("burst", "uniform", "poisson")
 _QUEUE_NAME = re.compile(r"^[a-z0-9_-]{1,64}$")
 
 
-class WorkloadError(ValueError):
+class WorkloadError(SchedulerValueError):
     """A workload description that cannot be used; the message names the key and the problem."""
 
 

@@ -33,6 +33,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
+from pyscheduler.common.errors import SchedulerError
 from pyscheduler.si.events import EventRecord
 from pyscheduler.si.messages import (
     AcceptedApplication,
@@ -68,7 +69,7 @@ DEFAULT_TIMEOUT = 5.0
 _RECENT_CALLS = 10
 
 
-class WaitTimeout(TimeoutError, AssertionError):
+class WaitTimeout(SchedulerError, TimeoutError, AssertionError):
     """A ``wait_for_*`` helper gave up. The message says what was awaited and what was seen.
 
     Both a ``TimeoutError`` (what happened) and an ``AssertionError`` (pytest reports it as a

@@ -25,6 +25,7 @@ import orjson
 from flask import Response, current_app, request
 from werkzeug.datastructures import Headers
 
+from pyscheduler.common.errors import SchedulerError
 from pyscheduler.common.goparse import NumError, go_quote, parse_uint
 
 __all__ = [
@@ -59,7 +60,7 @@ MIN_COMPRESSION_SIZE: Final = 1400
 STREAM_PATH: Final = "/ws/v1/events/stream"
 
 
-class HTTPError(Exception):
+class HTTPError(SchedulerError):
     """An error answer in YuniKorn's JSON shape, raised by a handler or a parser."""
 
     def __init__(self, status: int, message: str) -> None:

@@ -1,17 +1,30 @@
 //! The one place where core errors become Python exceptions.
+//!
+//! The native exceptions belong to pyscheduler's one hierarchy: their bases are the Python
+//! classes `SchedulerValueError` and `SchedulerRuntimeError` of `pyscheduler.common.errors`
+//! (both `SchedulerError`s, and a `ValueError` / `RuntimeError` as before), and their
+//! `__module__` is `pyscheduler._native`.
 
-use pyo3::create_exception;
-use pyo3::exceptions::{PyOSError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::{create_exception, import_exception};
 use pyscheduler_core::CoreError;
 
+import_exception!(pyscheduler.common.errors, SchedulerValueError);
+import_exception!(pyscheduler.common.errors, SchedulerRuntimeError);
+
 create_exception!(
-    _native,
+    pyscheduler._native,
     EventIdOutOfRangeError,
-    PyValueError,
+    SchedulerValueError,
     "A start event id that the ring buffer does not hold. args: (message, start, lowest, highest)."
 );
-create_exception!(_native, EventSystemStoppedError, PyRuntimeError, "The event pipeline was stopped.");
+create_exception!(
+    pyscheduler._native,
+    EventSystemStoppedError,
+    SchedulerRuntimeError,
+    "The event pipeline was stopped."
+);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
