@@ -1,7 +1,7 @@
 # pyscheduler: the README's commands. Every target sets up what it needs on a fresh machine.
 #   make serve   the REST service (YuniKorn's /ws/v1 API) on 127.0.0.1:9080 with the demo cluster
 #   make test    venv + pinned deps, release build of the Rust extension, wheels, cargo test,
-#                type checks (mypy strict, stubtest), pytest
+#                type checks (mypy strict, stubtest), import layers (import-linter), pytest
 #   make bench   the benchmarks (docs/benchmarks.md records their figures)
 #   make loadtest  locust against a served demo scheduler on 127.0.0.1, bounded (30 s by default)
 #   make wheels  the pyscheduler and pyscheduler-web wheels into dist/
@@ -24,7 +24,7 @@ LOADTEST_ARGS ?=
 # Options for `pyscheduler serve` (see `pyscheduler serve --help`): make serve SERVE_ARGS="--bind 0.0.0.0:9080"
 SERVE_ARGS ?=
 
-.PHONY: venv build web serve test cargo-test typecheck pytest bench wheels clean
+.PHONY: venv build web serve test cargo-test typecheck lint-imports pytest bench wheels clean
 
 venv: $(STAMP)
 
@@ -67,10 +67,15 @@ typecheck: build web
 	$(BIN)/mypy
 	$(PY) -m mypy.stubtest pyscheduler._native
 
+# The import layers ([tool.importlinter] in pyproject.toml): the core imports downward only, the
+# SI is a leaf, the product never imports the test kit or the benchmarks, the core not the web.
+lint-imports: build web
+	$(BIN)/lint-imports
+
 pytest: build web wheels
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-test: build wheels cargo-test typecheck pytest
+test: build wheels cargo-test typecheck lint-imports pytest
 
 bench: build
 	$(PY) -m benchmarks $(BENCH_ARGS)

@@ -154,7 +154,9 @@ def _quantity(name: str, value: int) -> str:
 
 
 def _quantities(resource: Mapping[str, int] | None) -> dict[str, str]:
-    return {name: _quantity(name, resource[name]) for name in sorted(resource or {})}
+    if resource is None:
+        return {}
+    return {name: _quantity(name, resource[name]) for name in sorted(resource)}
 
 
 def _resources(conf: ResourcesConfig) -> dict[str, Any]:

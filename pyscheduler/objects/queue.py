@@ -122,7 +122,7 @@ class Queue:
     ) -> None:
         self.name = name.lower()
         self.parent = parent
-        self.path = self.name if parent is None else f"{parent.path}.{self.name}"
+        self.path: str = self.name if parent is None else f"{parent.path}.{self.name}"
         #: The partition's lock (see pyscheduler.objects.locking): root gets it from its
         #: partition, every other queue from its parent.
         self.graph_lock: threading.RLock | None = parent.graph_lock if parent is not None else None
@@ -316,11 +316,12 @@ class Queue:
     def is_empty(self) -> bool:
         return not self.applications and not self.children and self.allocated.is_zero()
 
-    def submit_allowed(self, user: str, groups: tuple[str, ...] | frozenset[str]) -> bool:
+    def submit_allowed(self, user: str, groups: Iterable[str]) -> bool:
         """The submit or admin ACL of this queue or any ancestor allows the user."""
+        member_of = frozenset(groups)
         for queue in self.ancestors():
             for acl in (queue._settings.submit_acl, queue._settings.admin_acl):
-                if acl is not None and acl.allows(user, frozenset(groups)):
+                if acl is not None and acl.allows(user, member_of):
                     return True
         return False
 

@@ -224,7 +224,7 @@ class ClusterContext:
         self._notify_update()
 
     @staticmethod
-    def _parse(text: str, extra: Iterable[tuple[str, str]] | dict[str, str]) -> tuple[SchedulerConfig, EventSettings]:
+    def _parse(text: str, extra: Mapping[str, str]) -> tuple[SchedulerConfig, EventSettings]:
         # Both are checked before anything is applied: a bad value in either rejects the whole.
         settings = EventSettings.from_config(dict(extra))
         return parse_and_validate(text), settings
@@ -290,12 +290,12 @@ class ClusterContext:
         rm = self._rm(request.rm_id)
         response = _AppResponse()
         for add in request.new:
-            self._guard(lambda add=add: self._add_application(rm, add, response),
-                        lambda reason, add=add: response.rejected.append(si.RejectedApplication(add.application_id, reason)))
+            # _guard calls both at once, in this iteration: the closures see this loop's item.
+            self._guard(lambda: self._add_application(rm, add, response),
+                        lambda reason: response.rejected.append(si.RejectedApplication(add.application_id, reason)))
         for remove in request.remove:
-            self._guard(lambda remove=remove: self._remove_application(rm, remove),
-                        lambda reason, remove=remove: response.rejected.append(
-                            si.RejectedApplication(remove.application_id, reason)))
+            self._guard(lambda: self._remove_application(rm, remove),
+                        lambda reason: response.rejected.append(si.RejectedApplication(remove.application_id, reason)))
         self._send_app_response(rm, response)
         self._flush_all()
         self._notify_update()
@@ -339,11 +339,11 @@ class ClusterContext:
         accepted: list[si.AcceptedNode] = []
         rejected: list[si.RejectedNode] = []
         for info in request.nodes:
-            def apply(info: si.NodeInfo = info) -> None:
+            def apply() -> None:
                 if self._node_action(rm, info):
                     accepted.append(si.AcceptedNode(info.node_id))
 
-            self._guard(apply, lambda reason, info=info: rejected.append(si.RejectedNode(info.node_id, reason)))
+            self._guard(apply, lambda reason: rejected.append(si.RejectedNode(info.node_id, reason)))
         if accepted or rejected:
             self._callback(rm, "update_node", si.NodeResponse(rejected=tuple(rejected), accepted=tuple(accepted)))
         self._flush_all()
@@ -393,16 +393,14 @@ class ClusterContext:
         rejected: list[si.RejectedAllocation] = []
         for alloc in request.allocations:
             self._guard(
-                lambda alloc=alloc: self._update_allocation(rm, alloc),
-                lambda reason, alloc=alloc: rejected.append(
-                    si.RejectedAllocation(alloc.allocation_key, alloc.application_id, reason)
-                ),
+                lambda: self._update_allocation(rm, alloc),
+                lambda reason: rejected.append(si.RejectedAllocation(alloc.allocation_key, alloc.application_id, reason)),
             )
         releases = request.releases.allocations_to_release if request.releases else ()
         for release in releases:
             self._guard(
-                lambda release=release: self._release(rm, release),
-                lambda reason, release=release: rejected.append(
+                lambda: self._release(rm, release),
+                lambda reason: rejected.append(
                     si.RejectedAllocation(release.allocation_key, release.application_id, reason)
                 ),
             )

@@ -325,10 +325,10 @@ def _check_partition(partition: Partition, found: _Findings) -> None:
         ):
             found.app_mismatch.append(app.app_id)
         for key, alloc in allocations:
-            node = partition.nodes.get(alloc.node_id)
+            on_node = partition.nodes.get(alloc.node_id)
             held = None
-            if node is not None:
-                held = node.allocations.get(key)
+            if on_node is not None:
+                held = on_node.allocations.get(key)
             if held is not alloc:
                 found.orphans_on_app.append(_alloc_str(alloc))
 
@@ -345,14 +345,12 @@ def _check_queues(partition: Partition, found: _Findings) -> None:
         children = list(queue.children.values())
         if allocated.has_negative() or pending.has_negative():
             found.queues_negative.append(queue.path)
+        # (allocated, pending, running applications) of each application or child queue.
+        parts: list[tuple[Resource, Resource, int]]
         if is_leaf:
-            parts = []
-            for app in apps:
-                parts.append((app.allocated, app.pending, app.state in RUNNING_STATES))
+            parts = [(app.allocated, app.pending, int(app.state in RUNNING_STATES)) for app in apps]
         else:
-            parts = []
-            for child in children:
-                parts.append((child.allocated, child.pending, child.running_apps))
+            parts = [(child.allocated, child.pending, child.running_apps) for child in children]
         want_allocated = _sum(p[0] for p in parts)
         want_pending = _sum(p[1] for p in parts)
         want_running = sum(int(p[2]) for p in parts)
@@ -404,8 +402,8 @@ def _check_reservations(partition: Partition, nodes: list[Node], found: _Finding
         if keys:
             reserved_nodes.add(node.node_id)
         for key in keys:
-            r = by_key.get(key)
-            if r is None or r.node_id != node.node_id:
+            held_by = by_key.get(key)
+            if held_by is None or held_by.node_id != node.node_id:
                 problems.append(f"{key} (on {node.node_id}): held by the node, unknown to the partition")
     # Reserved nodes are hidden from regular allocation: the node order must say so. It only
     # walks schedulable nodes with something available, so those are the ones compared.

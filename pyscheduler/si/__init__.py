@@ -53,7 +53,6 @@ from pyscheduler.si.messages import (
     UpdatedApplication,
     UserGroupInformation,
 )
-from pyscheduler.testing.recording import RecordingRM, WaitTimeout
 
 # One name per line, grouped by module.
 __all__ = [
