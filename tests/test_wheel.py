@@ -61,3 +61,51 @@ def test_wheel_installs_and_imports_in_a_clean_venv(tmp_path: Path) -> None:
     assert result["version"] != "0+unknown"
     body = json.loads(result["body"])
     assert body["EventRecords"] == [{"type": 4, "objectID": "root", "timestampNano": 5, "eventChangeType": 2, "resource": {}}]
+
+
+def test_the_wheel_ships_only_the_product() -> None:
+    names = zipfile.ZipFile(_newest_wheel()).namelist()
+    assert not any(n.startswith(("benchmarks/", "pyscheduler/bench/")) for n in names), "benchmarks are not shipped"
+    assert "pyscheduler/testing/recording.py" in names  # the public test kit is (as flask.testing)
+
+
+def test_every_module_imports_without_the_web_stack(tmp_path: Path) -> None:
+    """The core wheel and its declared dependency (PyYAML, from dist/deps: no index), nothing
+    else: every module of the installed package imports, and Flask is not there to lean on."""
+    deps = ROOT / "dist" / "deps"
+    if not any(deps.glob("*.whl")):
+        pytest.fail("no dependency wheels in dist/deps: run `make wheels` (make test does it first)")
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", str(deps), str(_newest_wheel())],
+        check=True,
+        timeout=180,
+    )
+    script = (
+        "import importlib, importlib.util, json, pkgutil, pyscheduler\n"
+        "names = ['pyscheduler']\n"
+        "for info in pkgutil.walk_packages(pyscheduler.__path__, 'pyscheduler.'):\n"
+        "    names.append(info.name)\n"
+        "failed = {}\n"
+        "for name in names:\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception as exc:\n"
+        "        failed[name] = f'{type(exc).__name__}: {exc}'\n"
+        "print(json.dumps({'names': names, 'failed': failed, 'file': pyscheduler.__file__,\n"
+        "    'flask': importlib.util.find_spec('flask') is not None,\n"
+        "    'benchmarks': importlib.util.find_spec('benchmarks') is not None}))\n"
+    )
+    out = subprocess.run(
+        [python, "-c", script], check=True, capture_output=True, text=True, cwd=tmp_path, timeout=120
+    ).stdout
+    result = json.loads(out)
+    assert str(env_dir) in result["file"], "imported from the installed wheel"
+    assert result["flask"] is False and result["benchmarks"] is False
+    assert result["failed"] == {}
+    # The walk saw the whole package (a broken walk would pass vacuously).
+    for module in ("pyscheduler.cli", "pyscheduler.dao.nodes", "pyscheduler.scheduler.loop", "pyscheduler.testing",
+                   "pyscheduler.si.messages", "pyscheduler.sim.runner", "pyscheduler._native"):
+        assert module in result["names"], module
