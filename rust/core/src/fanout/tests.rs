@@ -189,7 +189,7 @@ fn a_client_that_hangs_up_on_an_idle_stream_is_noticed() {
     let p = EventPipeline::new(1_000, 1_000);
     let (ticket, _sub, _server, client) = attached(&p, 1_000, Duration::from_secs(5));
     drop(client);
-    assert_eq!(outcome(&ticket, PEER_CHECK * 3), StreamOutcome::PeerClosed);
+    assert_eq!(outcome(&ticket, PEER_CHECK + Duration::from_secs(2)), StreamOutcome::PeerClosed);
     assert_eq!(p.attached_streams(), 0);
 }
 
@@ -281,7 +281,7 @@ fn hammer_attach_read_and_end_concurrently() {
                     match roll(3) {
                         0 => {
                             drop(reader); // the client hangs up
-                            let end = ticket.wait(PEER_CHECK * 4);
+                            let end = ticket.wait(PEER_CHECK + Duration::from_secs(5));
                             assert!(
                                 matches!(end, Some(StreamOutcome::PeerClosed | StreamOutcome::WriteFailed)),
                                 "{end:?}"
