@@ -11,6 +11,7 @@ import subprocess
 import venv
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,6 +25,23 @@ def _newest_wheel() -> Path:
     return wheels[-1]
 
 
+def _fresh_venv_with(tmp_path: Path, *pip_args: str) -> Path:
+    """A new virtual environment with ``pip install --no-index <pip_args>`` done; its python."""
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    python = env_dir / "bin" / "python"
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-index", *pip_args], check=True, timeout=180)
+    return python
+
+
+def _run_json(python: Path, script: str, cwd: Path) -> dict[str, Any]:
+    """Runs ``script`` (which prints one JSON document) with ``python`` from ``cwd``, outside
+    the source tree so that it cannot be imported by accident."""
+    out = subprocess.run([python, "-c", script], check=True, capture_output=True, text=True, cwd=cwd, timeout=120)
+    result: dict[str, Any] = json.loads(out.stdout)
+    return result
+
+
 def test_wheel_contents() -> None:
     names = zipfile.ZipFile(_newest_wheel()).namelist()
     assert "pyscheduler/py.typed" in names
@@ -34,14 +52,8 @@ def test_wheel_contents() -> None:
 
 
 def test_wheel_installs_and_imports_in_a_clean_venv(tmp_path: Path) -> None:
+    python = _fresh_venv_with(tmp_path, "--no-deps", str(_newest_wheel()))
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    python = env_dir / "bin" / "python"
-    subprocess.run(
-        [python, "-m", "pip", "install", "--quiet", "--no-index", "--no-deps", str(_newest_wheel())],
-        check=True,
-        timeout=120,
-    )
     script = (
         "import json, pyscheduler, pyscheduler._native as n\n"
         "from pyscheduler.events import EventSystem\n"
@@ -52,11 +64,7 @@ def test_wheel_installs_and_imports_in_a_clean_venv(tmp_path: Path) -> None:
         "                  'body': es.batch_body(0, 10).decode()}))\n"
         "es.stop()\n"
     )
-    # Run from the temporary folder so the source tree cannot be imported by accident.
-    out = subprocess.run(
-        [python, "-c", script], check=True, capture_output=True, text=True, cwd=tmp_path, timeout=60
-    ).stdout
-    result = json.loads(out)
+    result = _run_json(python, script, tmp_path)
     assert str(env_dir) in result["file"], "imported from the installed wheel"
     assert result["version"] != "0+unknown"
     body = json.loads(result["body"])
@@ -75,14 +83,8 @@ def test_every_module_imports_without_the_web_stack(tmp_path: Path) -> None:
     deps = ROOT / "dist" / "deps"
     if not any(deps.glob("*.whl")):
         pytest.fail("no dependency wheels in dist/deps: run `make wheels` (make test does it first)")
+    python = _fresh_venv_with(tmp_path, "--find-links", str(deps), str(_newest_wheel()))
     env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    python = env_dir / "bin" / "python"
-    subprocess.run(
-        [python, "-m", "pip", "install", "--quiet", "--no-index", "--find-links", str(deps), str(_newest_wheel())],
-        check=True,
-        timeout=180,
-    )
     script = (
         "import importlib, importlib.util, json, pkgutil, pyscheduler\n"
         "names = ['pyscheduler']\n"
@@ -98,10 +100,7 @@ def test_every_module_imports_without_the_web_stack(tmp_path: Path) -> None:
         "    'flask': importlib.util.find_spec('flask') is not None,\n"
         "    'benchmarks': importlib.util.find_spec('benchmarks') is not None}))\n"
     )
-    out = subprocess.run(
-        [python, "-c", script], check=True, capture_output=True, text=True, cwd=tmp_path, timeout=120
-    ).stdout
-    result = json.loads(out)
+    result = _run_json(python, script, tmp_path)
     assert str(env_dir) in result["file"], "imported from the installed wheel"
     assert result["flask"] is False and result["benchmarks"] is False
     assert result["failed"] == {}

@@ -35,15 +35,21 @@ def _positive(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
-@pytest.mark.timeout(240)
-def test_rest_benchmark_quick(tmp_path: Path) -> None:
-    out = tmp_path / "rest.json"
+def _run_quick(family: str, tmp_path: Path) -> tuple[dict[str, Any], str]:
+    """``python -m benchmarks FAMILY --quick --json``: the family's results and the printed tables."""
+    out = tmp_path / f"{family}.json"
     done = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "rest", "--quick", "--json", str(out)],
+        [sys.executable, "-m", "benchmarks", family, "--quick", "--json", str(out)],
         cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=200, check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    rest = json.loads(out.read_text())["results"]["rest"]
+    results: dict[str, Any] = json.loads(out.read_text())["results"][family]
+    return results, done.stdout
+
+
+@pytest.mark.timeout(240)
+def test_rest_benchmark_quick(tmp_path: Path) -> None:
+    rest, printed = _run_quick("rest", tmp_path)
     assert rest["failures"] == [] and rest["quick"] is True
 
     batch = rest["batch"]
@@ -73,7 +79,7 @@ def test_rest_benchmark_quick(tmp_path: Path) -> None:
             assert run["delivered_min"] == run["events_stored"] or run["streams_cut"] > 0
     assert _positive(sched["rate_without_streams"]) and _positive(sched["rate_with_streams"])
     assert _positive(sched["ratio"])
-    assert "## REST" in done.stdout and "Stream replay" in done.stdout
+    assert "## REST" in printed and "Stream replay" in printed
 
 
 @pytest.mark.timeout(180)
@@ -97,13 +103,7 @@ def test_locust_headless_against_the_demo(tmp_path: Path) -> None:
 
 @pytest.mark.timeout(240)
 def test_rest_polling_benchmark_quick(tmp_path: Path) -> None:
-    out = tmp_path / "polling.json"
-    done = subprocess.run(
-        [sys.executable, "-m", "benchmarks", "rest-polling", "--quick", "--json", str(out)],
-        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=200, check=False,
-    )
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    polling = json.loads(out.read_text())["results"]["rest-polling"]
+    polling, printed = _run_quick("rest-polling", tmp_path)
     assert polling["failures"] == [] and polling["quick"] is True
     assert {r["pollers"] for r in polling["runs"]} == {0, polling["pollers"]} == {0, 4}
     for run in polling["runs"]:
@@ -113,4 +113,4 @@ def test_rest_polling_benchmark_quick(tmp_path: Path) -> None:
             # The pollers read real answers (the run itself may be shorter than one paced answer).
             assert run["requests"] >= 0 and _positive(run["megabytes"])
     assert _positive(polling["ratio"])
-    assert "Scheduling while 4 REST clients poll" in done.stdout
+    assert "Scheduling while 4 REST clients poll" in printed
