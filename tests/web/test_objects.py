@@ -34,7 +34,11 @@ def test_clusters_and_the_brief_s_redirects(server: Server) -> None:
     clusters = ok(server, "/ws/v1/clusters")
     assert [c["partition"] for c in clusters] == ["default"]
     assert clusters[0]["clusterName"] == "kubernetes"
-    assert clusters[0]["rmBuildInformation"][0]["rmId"] == "test"
+    # The RM's whole build map as it registered it, plus rmId (the web UI's info panel reads
+    # buildDate and buildVersion; they used to come back empty).
+    assert clusters[0]["rmBuildInformation"] == [
+        {"buildDate": "2026-01-01", "buildVersion": "test", "isPluginVersion": "false", "rmId": "test"}
+    ]
     assert isinstance(clusters[0]["startTime"], int) and clusters[0]["startTime"] > 0
     for path in ("/ws/v1/clusters/", "/ws/v1/CLUSTERS"):
         first = server.get(path)
