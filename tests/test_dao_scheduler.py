@@ -475,3 +475,23 @@ def test_queries_change_nothing() -> None:
     finally:
         made.scheduler.stop()
         made.world.close()
+
+
+def test_a_health_check_that_cannot_run_is_reported_as_failed(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A check that raises (it did, on resources past int64, before arithmetic saturated) must
+    # not leave /healthcheck serving the last good answer.
+    checker = HealthChecker(world.context, None, interval=0)
+    assert checker.run_once().healthy
+    import pyscheduler.scheduler.health_checker as module
+
+    def broken(*_: object) -> None:
+        raise ValueError("a partition the checks cannot read")
+
+    monkeypatch.setattr(module, "check_health", broken)
+    result = checker.run_once()  # does not raise
+    assert result.healthy is False
+    body = dao.healthcheck(world.context)
+    assert body["Healthy"] is False
+    (check,) = body["HealthChecks"]
+    assert check["Name"] == "Health check run" and check["Succeeded"] is False
+    assert check["DiagnosisMessage"] == "The health checks could not run: ValueError: a partition the checks cannot read"

@@ -15,6 +15,7 @@ Semantics follow ``pkg/common/resources`` in yunikorn-core:
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Final
@@ -33,6 +34,8 @@ __all__ = [
 
 MEMORY: Final = "memory"
 VCORE: Final = "vcore"
+
+log = logging.getLogger(__name__)
 
 _INT64_MIN: Final = -(1 << 63)
 _INT64_MAX: Final = (1 << 63) - 1
@@ -134,7 +137,7 @@ class Resource(Mapping[str, int]):
         # and this runs a few times for every allocation.
         for k, v in (other._q if isinstance(other, Resource) else other).items():
             r = q.get(k, 0) + v
-            q[k] = r if _INT64_MIN <= r <= _INT64_MAX else _checked(r, k)
+            q[k] = r if _INT64_MIN <= r <= _INT64_MAX else _saturated(r, k)
         return Resource._of(q)
 
     def __sub__(self, other: Mapping[str, int]) -> Resource:
@@ -142,18 +145,18 @@ class Resource(Mapping[str, int]):
         q = dict(self._q)
         for k, v in (other._q if isinstance(other, Resource) else other).items():
             r = q.get(k, 0) - v
-            q[k] = r if _INT64_MIN <= r <= _INT64_MAX else _checked(r, k)
+            q[k] = r if _INT64_MIN <= r <= _INT64_MAX else _saturated(r, k)
         return Resource._of(q)
 
     def __neg__(self) -> Resource:
-        return Resource._of({k: -v for k, v in self._q.items()})
+        return Resource._of({k: _saturated(-v, k) if v == _INT64_MIN else -v for k, v in self._q.items()})
 
     def sub_eliminate_negative(self, other: Mapping[str, int]) -> Resource:
         """``self - other`` with negative results clamped to 0."""
         return Resource._of({k: max(v, 0) for k, v in (self - other)._q.items()})
 
     def multiply(self, factor: int) -> Resource:
-        return Resource._of({k: _checked(v * factor, k) for k, v in self._q.items()})
+        return Resource._of({k: _saturated(v * factor, k) for k, v in self._q.items()})
 
     def pruned(self) -> Resource:
         """Without zero quantities (YuniKorn prunes node capacity this way)."""
@@ -219,9 +222,16 @@ def _pruned(q: dict[str, int]) -> dict[str, int]:
     return {k: v for k, v in q.items() if v != 0}
 
 
-def _checked(value: int, name: str) -> int:
-    if not _INT64_MIN <= value <= _INT64_MAX:
-        raise ResourceError(f"quantity of {name!r} overflows int64: {value}")
+def _saturated(value: int, name: str) -> int:
+    """YuniKorn's resource arithmetic: a result past int64 is the int64 maximum (or minimum),
+    with a warning, never an error. An RM update whose sums overflow is thus applied whole
+    rather than failing half-way (the quantities an RM sends are checked when they arrive)."""
+    if value > _INT64_MAX:
+        log.warning("resource calculation wrapped for %r: returned the maximum value possible", name)
+        return _INT64_MAX
+    if value < _INT64_MIN:
+        log.warning("resource calculation wrapped for %r: returned the minimum value possible", name)
+        return _INT64_MIN
     return value
 
 

@@ -1,5 +1,6 @@
 """The health checker: :func:`~pyscheduler.scheduler.health.check_health` once at start, then
-every ``interval`` seconds on a background thread, keeping the last result for the REST layer.
+every ``interval`` seconds on a background thread, keeping the last result for the REST layer. A run that raises is a failed result with the reason, never
+an exception and never the previous result served as current.
 
 The checker belongs to one cluster context: creating it makes it the context's
 (``ClusterContext.health_checker``), which is where ``/ws/v1/scheduler/healthcheck`` reads its
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Final
 
 from pyscheduler.common.background import BackgroundThread
 from pyscheduler.common.goduration import parse_go_duration
-from pyscheduler.scheduler.health import HealthResult, check_health
+from pyscheduler.scheduler.health import HealthCheck, HealthResult, check_health
 
 if TYPE_CHECKING:
     from pyscheduler.scheduler.context import ClusterContext
@@ -28,6 +29,8 @@ log = logging.getLogger(__name__)
 #: The extra-config key of the health check interval (a Go duration) and its default.
 HEALTH_CHECK_INTERVAL_KEY: Final = "health.checkInterval"
 DEFAULT_HEALTH_CHECK_INTERVAL: Final = 30.0
+#: The name of the check a failed run reports (the checks themselves could not run).
+CHECKS_RAN: Final = "Health check run"
 
 
 def health_check_interval(extra: Mapping[str, str] | None, default: float = DEFAULT_HEALTH_CHECK_INTERVAL) -> float:
@@ -68,7 +71,23 @@ class HealthChecker:
             return self._last
 
     def run_once(self) -> HealthResult:
-        result = check_health(self.ctx, self.scheduler)
+        """Runs the checks now and keeps the result. Never raises: checks that cannot run are a
+        failed result (served as such), not a silent keep of the previous one."""
+        try:
+            result = check_health(self.ctx, self.scheduler)
+        except Exception as err:  # the checker must report, not die or hide behind old news
+            log.exception("the health checks could not run")
+            result = HealthResult(
+                False,
+                (
+                    HealthCheck(
+                        CHECKS_RAN,
+                        False,
+                        "The health checks ran to the end",
+                        f"The health checks could not run: {type(err).__name__}: {err}",
+                    ),
+                ),
+            )
         with self._lock:
             self._last = result
         if not result.healthy:
