@@ -26,7 +26,7 @@ from werkzeug.routing import Rule
 
 from pyscheduler_web.blueprints import all_blueprints
 from pyscheduler_web.errors import HttpRouterFallback, install_error_handlers
-from pyscheduler_web.http import compress_response
+from pyscheduler_web.http import MAX_BODY_BYTES, compress_response
 from pyscheduler_web.metrics import Metrics
 from pyscheduler_web.service import SchedulerService, ServeOptions
 from pyscheduler_web.streams import StreamRegistry, WriteDeadlines
@@ -73,7 +73,7 @@ def create_app(options: ServeOptions | None = None, *, service: SchedulerService
     if service is None:
         service = SchedulerService(options or ServeOptions.from_env())
     app = RestFlask("pyscheduler_web", static_folder=None)
-    app.config.update(PROVIDE_AUTOMATIC_OPTIONS=False, MAX_CONTENT_LENGTH=16 << 20)
+    app.config.update(PROVIDE_AUTOMATIC_OPTIONS=False, MAX_CONTENT_LENGTH=MAX_BODY_BYTES)
     # httprouter cleans paths itself (and redirects); Werkzeug must not merge slashes first.
     app.url_map.merge_slashes = False
     for blueprint in all_blueprints():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import posixpath
+import uuid
 from collections.abc import Iterable
 from typing import Final
 
@@ -177,8 +178,10 @@ def install_error_handlers(app: Flask) -> HttpRouterFallback:
             if request.url_rule is None:
                 return err
             return error_response(err.code or 500, err.description or "", _cors())
-        log.exception("handler for %s %s failed", request.method, request.path)
-        return error_response(500, f"{type(err).__name__}: {err}", _cors())
+        # The client learns that it failed and an id to quote; the details stay in the log.
+        error_id = uuid.uuid4().hex[:12]
+        log.exception("internal error %s: handler for %s %s failed", error_id, request.method, request.path)
+        return error_response(500, f"internal error (id {error_id})", _cors())
 
     app.register_error_handler(404, routing_failed)
     app.register_error_handler(405, routing_failed)

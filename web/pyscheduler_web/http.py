@@ -69,6 +69,39 @@ class HTTPError(SchedulerError):
         self.message = message
 
 
+#: The largest request body accepted (a queues.yaml for validate-conf), whatever its framing.
+MAX_BODY_BYTES: Final = 16 << 20
+_READ_SIZE: Final = 1 << 16
+
+
+def read_body(limit: int = MAX_BODY_BYTES) -> bytes:
+    """The request body, at most ``limit`` bytes, read from the server's own input stream so
+    that a chunked body is bounded as strictly as one with a Content-Length.
+
+    Raises :class:`HTTPError` 413 (``Request Entity Too Large``) for a longer body, before
+    reading it when its Content-Length says so, and 400 for a body the server cannot decode (a
+    malformed chunk size, a connection closed half-way): never a body cut short and treated as
+    whole."""
+    length = request.content_length
+    if length is not None and length > limit:
+        raise HTTPError(413, f"request body larger than {limit} bytes")
+    stream = request.environ["wsgi.input"]
+    parts: list[bytes] = []
+    size = 0
+    try:
+        while size <= limit:
+            part = stream.read(min(_READ_SIZE, limit + 1 - size))
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+    except Exception as err:  # the server's body parser: bad framing, a peer gone mid-body
+        raise HTTPError(400, f"malformed request body ({type(err).__name__})") from None
+    if size > limit:
+        raise HTTPError(413, f"request body larger than {limit} bytes")
+    return b"".join(parts)
+
+
 def web_state() -> Any:
     """The running app's :class:`~pyscheduler_web.app.WebState` (service, streams, metrics)."""
     return current_app.extensions["pyscheduler"]

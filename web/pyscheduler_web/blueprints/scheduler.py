@@ -17,7 +17,7 @@ from typing import Any
 from flask import Blueprint, Response, request
 
 from pyscheduler_web.blueprints import ctx, dao, get_json, service
-from pyscheduler_web.http import POST_METHODS, json_response, web_state, write_headers
+from pyscheduler_web.http import POST_METHODS, json_response, read_body, web_state, write_headers
 
 bp = Blueprint("scheduler", __name__)
 
@@ -49,7 +49,7 @@ def config() -> Any:
 
 @bp.post("/ws/v1/validate-conf")
 def validate_conf() -> Response:
-    body = request.get_data(cache=False)
+    body = read_body()
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as err:
