@@ -52,3 +52,13 @@ def test_in_process_case_counts_every_allocation() -> None:
     for mode in ("threaded", "lockstep"):
         assert result[mode]["error"] is None
         assert result[mode]["allocations"] == 200 and result[mode]["rate"] > 0
+
+
+def test_pyscheduler_bench_says_where_the_benchmarks_are() -> None:
+    # The benchmarks are not in the installed package: the command points to them.
+    done = subprocess.run(
+        [sys.executable, "-m", "pyscheduler.cli", "bench", "scheduling", "--quick"],
+        capture_output=True, text=True, timeout=60, cwd="/",
+    )
+    assert done.returncode == 2
+    assert "make bench" in done.stderr and "python -m benchmarks scheduling --quick" in done.stderr
