@@ -14,11 +14,10 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
-from pyscheduler.common.text_table import format_table
+from pyscheduler.common.text_table import format_table  # noqa: F401 - the benchmarks import it from here
 
 UNKNOWN = "unknown"
 

@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from pyscheduler.objects.partition import Partition
     from pyscheduler.scheduler.context import ClusterContext
     from pyscheduler.scheduler.history import History
-    from pyscheduler.scheduler.loop import Scheduler
 
 __all__ = [
     "clusters",
