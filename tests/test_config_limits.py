@@ -156,3 +156,19 @@ def test_validate_conf_cli_refuses_hostile_files(text: str, fragment: str) -> No
 def test_workload_files_are_bounded_too() -> None:
     with pytest.raises(WorkloadError, match="lists and mappings deep"):
         WorkloadSpec.from_text(deep_brackets(100_000))
+
+
+def test_placement_never_creates_a_queue_deeper_than_the_limit() -> None:
+    # A fixed rule may name a path deeper than the tree the configuration allows; creating it
+    # would give REST a tree it cannot render. The application is rejected, nothing is created.
+    deep = "root." + ".".join(f"d{i}" for i in range(MAX_QUEUE_DEPTH))
+    config = (
+        "partitions:\n  - name: default\n    placementrules:\n"
+        f"      - name: fixed\n        value: {deep}\n        create: true\n"
+        "    queues:\n      - name: root\n        submitacl: '*'\n"
+    )
+    world = World(config=config)
+    world.add_app("app-1", "root.anything")
+    assert "app-1" not in world.partition().applications
+    assert f"more than {MAX_QUEUE_DEPTH} levels deep" in world.rm.rejected_apps["app-1"]
+    assert world.partition().get_queue("root.d0") is None

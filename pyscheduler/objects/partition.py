@@ -20,6 +20,7 @@ from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import RUNNING_STATES, Application, AppTimeouts, StateUpdate
 from pyscheduler.objects.application_state import TERMINAL_STATES, AppEvent, AppState
+from pyscheduler.config.validator import MAX_QUEUE_DEPTH
 from pyscheduler.objects.locking import new_graph_lock
 from pyscheduler.objects.node import Node
 from pyscheduler.objects.object_events import ObjectEvents
@@ -145,8 +146,12 @@ class Partition:
         return self.root.walk()
 
     def _create_dynamic(self, path: str) -> Queue:
-        """Creates every missing level of ``path`` as a dynamic queue (from child templates)."""
+        """Creates every missing level of ``path`` as a dynamic queue (from child templates).
+        Raises PlacementRejected, creating nothing, for a path deeper than the configuration may
+        make a tree (every REST endpoint must be able to render it)."""
         parts = path.lower().split(".")
+        if len(parts) > MAX_QUEUE_DEPTH:
+            raise PlacementRejected(f"queue {path} is more than {MAX_QUEUE_DEPTH} levels deep")
         queue = self.root
         for depth, name in enumerate(parts[1:], start=1):
             child = queue.children.get(name)
