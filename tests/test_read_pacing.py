@@ -74,14 +74,18 @@ def test_duty_is_checked() -> None:
 def test_the_loop_marks_itself_busy_while_it_places_work_and_answers_stay_exact() -> None:
     world = World()
     for i in range(4):
-        world.add_node(f"n{i}", memory=100_000)
+        world.add_node(f"n{i}", memory=1_000_000)
     world.add_app("app-1", "root.a")
+    # Work waiting before the loop starts: it places it back to back, busy all along.
+    asks = 2000
+    for i in range(asks):
+        world.ask(f"k{i}", "app-1", res(memory=10))
     pacer = world.context.read_pacer
     seen_busy = threading.Event()
     scheduler = Scheduler(world.context)
 
     def watch() -> None:
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not seen_busy.is_set():
             if pacer.scheduler_busy:
                 seen_busy.set()
@@ -91,20 +95,29 @@ def test_the_loop_marks_itself_busy_while_it_places_work_and_answers_stay_exact(
     watcher.start()
     scheduler.start()
     try:
-        for i in range(300):
-            world.ask(f"k{i}", "app-1", res(memory=10))
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and len(world.app("app-1").allocations) < 300:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(world.app("app-1").allocations) < asks:
             # REST reads while the loop places work: exact answers, never an error.
             nodes = dao.nodes(world.context, "default")
             assert [n["nodeID"] for n in nodes] == ["n0", "n1", "n2", "n3"]
             time.sleep(0.001)
-        assert len(world.app("app-1").allocations) == 300
+        assert len(world.app("app-1").allocations) == asks
+        # Once everything is placed, the next cycle places nothing: the loop is idle again.
+        assert _wait_until(lambda: not pacer.scheduler_busy)
     finally:
         scheduler.stop()
-        watcher.join(10)
+        watcher.join(30)
     assert seen_busy.is_set()
-    # Once idle the loop clears the flag (its last cycle placed nothing).
-    assert not pacer.scheduler_busy
+    assert not pacer.scheduler_busy  # a stopped loop is not busy
     allocated = sum(n["allocated"].get("memory", 0) for n in dao.nodes(world.context, "default"))
-    assert allocated == 300 * 10
+    assert allocated == asks * 10
+
+
+def _wait_until(predicate: object, timeout: float = 10.0) -> bool:
+    assert callable(predicate)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.005)
+    return bool(predicate())
