@@ -134,7 +134,7 @@ def test_gunicorn_conf_module_defaults() -> None:
     from pyscheduler_web import gunicorn_conf
 
     settings = gunicorn_conf.settings()
-    assert settings["workers"] == 1 and settings["worker_class"] == "gthread"
+    assert settings["workers"] == 1 and settings["worker_class"] == "pyscheduler_web.worker.ServingWorker"
     assert settings["preload_app"] is False
     assert gunicorn_conf.DEFAULT_MAX_STREAMS + gunicorn_conf.REQUEST_THREADS == 116
     assert gunicorn_conf.stream_budget(116) == 100

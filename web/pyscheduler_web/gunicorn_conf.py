@@ -49,13 +49,20 @@ REQUEST_THREADS = 16
 
 bind = os.environ.get("PYSCHEDULER_BIND", "127.0.0.1:9080")
 workers = 1
-worker_class = "gthread"
+# gunicorn's threaded worker, hardened against slow and idle clients (pyscheduler_web.worker).
+worker_class = "pyscheduler_web.worker.ServingWorker"
 threads = int(os.environ.get("PYSCHEDULER_WEB_THREADS", DEFAULT_MAX_STREAMS + REQUEST_THREADS))
 # Kept-alive and pending connections wait in the poller, not in threads.
 worker_connections = 1000
 timeout = 30
 graceful_timeout = 5
 keepalive = 5
+# The worker bounds the whole request head (1 MiB, Go's limit); gunicorn's per-line and
+# per-field limits (4 KiB and 8 KiB) would refuse heads YuniKorn's server takes. 0: no line
+# limit of gunicorn's own; a field may be as long as the whole head.
+limit_request_line = 0
+limit_request_field_size = 1 << 20
+limit_request_fields = 32768
 preload_app = False
 wsgi_app = "pyscheduler_web.app:create_app()"
 proc_name = "pyscheduler-web"
@@ -131,6 +138,9 @@ def settings() -> dict[str, Any]:
         "timeout",
         "graceful_timeout",
         "keepalive",
+        "limit_request_line",
+        "limit_request_field_size",
+        "limit_request_fields",
         "preload_app",
         "proc_name",
         "control_socket_disable",

@@ -8,7 +8,7 @@ validated before anything forks, and the serving process is the one the user sta
 
 Settings come from :mod:`pyscheduler_web.gunicorn_conf`, then ``GUNICORN_CMD_ARGS`` (any
 gunicorn flag, e.g. ``--access-logfile - --timeout 60``), then the command's own flags. A
-single gthread worker without preloading is enforced whatever the overrides say: the
+single worker (the hardened gthread, pyscheduler_web.worker) without preloading is enforced whatever the overrides say: the
 scheduler lives in that worker.
 """
 
@@ -24,7 +24,7 @@ from pyscheduler_web.service import ServeOptions
 __all__ = ["ServiceApplication", "serve"]
 
 #: Settings nobody may override (see the module doc).
-ENFORCED: dict[str, Any] = {"workers": 1, "worker_class": "gthread", "preload_app": False}
+ENFORCED: dict[str, Any] = {"workers": 1, "worker_class": "pyscheduler_web.worker.ServingWorker", "preload_app": False}
 
 
 class ServiceApplication(BaseApplication):  # type: ignore[misc]
