@@ -28,7 +28,7 @@ PROMPT = 2.0
 def hardened(start_server: Callable[..., Server]) -> Server:
     return start_server(
         ["--demo"],
-        {"PYSCHEDULER_HEADER_TIMEOUT": "2", "GUNICORN_CMD_ARGS": "--worker-connections 400"},
+        {"PYSCHEDULER_HEADER_TIMEOUT": "2", "PYSCHEDULER_BODY_TIMEOUT": "2", "GUNICORN_CMD_ARGS": "--worker-connections 400"},
     )
 
 
@@ -73,10 +73,15 @@ def test_half_request_lines_hold_no_thread_and_are_cut_at_the_header_deadline(ha
     assert _health_seconds(hardened) < PROMPT
 
 
-def test_a_body_that_never_comes_costs_one_thread_until_the_io_deadline(hardened: Server) -> None:
+def test_bodies_that_never_complete_hold_no_thread_and_are_cut_at_the_body_deadline(hardened: Server) -> None:
+    # More clients than the pool has threads (116), each with a whole head and half a body.
     head = b"POST /ws/v1/validate-conf HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\npartitions:"
-    with sockets(hardened, 10, head):
+    chunked = b"POST /ws/v1/validate-conf HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\npart"
+    with sockets(hardened, 100, head) as fixed, sockets(hardened, 100, chunked) as streamed:
         assert _health_seconds(hardened) < PROMPT
+        assert _closed_by_server(fixed[0], within=6.0)
+        assert _closed_by_server(streamed[-1], within=3.0)
+    assert _health_seconds(hardened) < PROMPT
 
 
 def test_idle_connections_cost_no_thread(hardened: Server) -> None:
@@ -101,7 +106,7 @@ def test_connections_over_the_cap_get_a_json_503_at_once(start_server: Callable[
         finally:
             extra.close()
         assert answer.startswith(b"HTTP/1.1 503")
-        assert b'"status_code": 503' in answer
+        assert b'"status_code":503' in answer
     assert _health_seconds(server) < PROMPT
 
 
@@ -135,5 +140,5 @@ def test_a_head_over_one_mebibyte_gets_a_json_431(hardened: Server) -> None:
         except OSError:
             pass
     assert answer.startswith(b"HTTP/1.1 431"), answer[:100]
-    assert b'"status_code": 431' in answer
+    assert b'"status_code":431' in answer
     assert _health_seconds(hardened) < PROMPT

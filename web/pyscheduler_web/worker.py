@@ -12,9 +12,11 @@ arbiter. :class:`ServingWorker` (a subclass, gunicorn's documented way) changes 
   complete, then hands it, with those bytes, to a pool thread. Idle and kept-alive connections
   cost no thread.
 - **Deadlines.** The head must arrive within :data:`HEADER_TIMEOUT` (10 s, Go's
-  ``ReadHeaderTimeout`` in YuniKorn) of the connection's start or of the previous response;
-  then the connection is closed. Body reads and response writes in a pool thread time out
-  after :data:`IO_TIMEOUT` without progress.
+  ``ReadHeaderTimeout`` in YuniKorn) of the connection's start or of the previous response,
+  and a body (gathered in the main loop as well, up to 16 MiB: by its Content-Length, or to the
+  last chunk of a chunked one) within :data:`BODY_TIMEOUT` of the head; otherwise the
+  connection is closed. A body cut short is handed over at once (and answered 400). Writes in
+  a pool thread time out after :data:`IO_TIMEOUT` without progress.
 - **Limits.** A head over :data:`MAX_HEADER_BYTES` (1 MiB, Go's ``DefaultMaxHeaderBytes``) gets
   YuniKorn's JSON error with status 431, a head with a request line or a field gunicorn would
   otherwise refuse as too long is served (gunicorn's own line and field limits are lifted, this
@@ -58,20 +60,53 @@ def _env_float(name: str, default: float) -> float:
 
 #: Seconds a client has to send a whole request head (Go's ReadHeaderTimeout in YuniKorn).
 HEADER_TIMEOUT: Final = _env_float("PYSCHEDULER_HEADER_TIMEOUT", 10.0)
+#: Seconds a client has to send a whole request body once its head is in.
+BODY_TIMEOUT: Final = _env_float("PYSCHEDULER_BODY_TIMEOUT", 30.0)
 #: Seconds a body read or a response write may make no progress in a pool thread.
 IO_TIMEOUT: Final = _env_float("PYSCHEDULER_IO_TIMEOUT", 30.0)
+#: The largest request body gathered (the REST service's own limit, 16 MiB); above it a 413.
+MAX_BODY_BYTES: Final = 16 << 20
 #: The largest request head (request line and headers), Go's DefaultMaxHeaderBytes.
 MAX_HEADER_BYTES: Final = int(_env_float("PYSCHEDULER_MAX_HEADER_BYTES", float(1 << 20)))
 #: Graceful closes running at once; more are closed at once (RST rather than a waiting loop).
 CLOSERS: Final = 4
 MAX_PENDING_CLOSES: Final = 256
+#: A refused request's close drains what the client still sends, this long and this much at most.
+LINGER: Final = 2.0
+MAX_DRAIN: Final = 2 * MAX_BODY_BYTES
 
 _HEAD_END: Final = b"\r\n\r\n"
+_LAST_CHUNK: Final = b"0\r\n\r\n"
+_END_CHUNKED: Final = b"\r\n0\r\n\r\n"
 _READ: Final = 65536
 
 
+def _body_framing(head: bytes) -> int | str | None:
+    """How the request's body ends: its Content-Length, None for a chunked body (or none at
+    all: length 0), "too large" above :data:`MAX_BODY_BYTES`. A head gunicorn will refuse
+    anyway (a bad or repeated length) is handed over as it is (length 0)."""
+    length = 0
+    chunked = False
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        name = name.strip().lower()
+        if name == b"content-length":
+            try:
+                length = int(value.strip())
+            except ValueError:
+                return 0
+        elif name == b"transfer-encoding" and b"chunked" in value.lower():
+            chunked = True
+    if chunked:
+        return None
+    if length > MAX_BODY_BYTES:
+        return "too large"
+    return max(length, 0)
+
+
 def _json_answer(status: int, reason: str, message: str) -> bytes:
-    body = json.dumps({"status_code": status, "message": message, "description": message}).encode()
+    # YuniKorn's error shape, encoded as Go encodes it (no spaces).
+    body = json.dumps({"status_code": status, "message": message, "description": message}, separators=(",", ":")).encode()
     return (
         f"HTTP/1.1 {status} {reason}\r\nContent-Type: application/json; charset=UTF-8\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
@@ -99,11 +134,17 @@ class HeadConn(TConn):  # type: ignore[misc]  # gunicorn is untyped
         super().__init__(cfg, sock, client, server)
         self.head = bytearray()
         self.head_deadline = time.monotonic() + HEADER_TIMEOUT
+        #: Once the head is in: where the body starts, and how the end of the body is known
+        #: (its length, or None for a chunked body, which ends with its last chunk).
+        self.body_start: int | None = None
+        self.body_length: int | None = None
 
     def start_head(self) -> None:
         """Waits for the next request head (a new connection, or one kept alive)."""
         self.head = bytearray()
         self.head_deadline = time.monotonic() + HEADER_TIMEOUT
+        self.body_start = None
+        self.body_length = None
 
     def init(self) -> None:
         fresh = self.parser is None
@@ -153,12 +194,35 @@ class ServingWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyped
         self._await_head(conn)
 
     def _refuse(self, sock: socket.socket, status: int, reason: str, message: str) -> None:
+        """Answers with YuniKorn's JSON error and closes. The close lingers (off the main loop),
+        draining what the client is still sending, so that it reads the answer rather than a
+        reset."""
         try:
-            sock.setblocking(False)
+            socket.socket.setblocking(sock, False)
             sock.send(_json_answer(status, reason, message))
         except OSError:
-            pass
-        util.close(sock)
+            util.close(sock)
+            return
+        self._linger_off_loop(sock)
+
+    def _linger_off_loop(self, sock: socket.socket) -> None:
+        if self.closer is None or self.pending_closes >= MAX_PENDING_CLOSES:
+            util.close(sock)
+            return
+        self.pending_closes += 1
+
+        def close() -> None:
+            try:
+                socket.socket.setblocking(sock, True)
+                util.close_graceful(sock, timeout=LINGER, max_drain=MAX_DRAIN)
+            finally:
+                self.method_queue.defer(self._closed)
+
+        try:
+            self.closer.submit(close)
+        except RuntimeError:  # shutting down
+            self.pending_closes -= 1
+            util.close(sock)
 
     # -- request heads in the main loop -------------------------------------------------------
 
@@ -175,23 +239,59 @@ class ServingWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyped
             return
         except OSError:
             data = b""
-        if not data:  # the client went away before sending a whole head
-            self._drop_heading(conn)
+        if not data:
+            if conn.body_start is None:  # the client went away before sending a whole head
+                self._drop_heading(conn)
+            else:  # a body cut short: the request is answered (400) without waiting for more
+                self._hand_over(conn)
             return
         conn.head += data
-        # Look for the end of the head only in the new bytes (and the 3 before them).
-        if conn.head.find(_HEAD_END, max(0, len(conn.head) - len(data) - 3)) >= 0:
-            self._leave_heading(conn)
-            if conn.initialized:
-                conn.parser.unreader.unread(bytes(conn.head))
-                conn.head = bytearray()
-            conn.data_ready = True
-            self.enqueue_req(conn)
-        elif len(conn.head) > MAX_HEADER_BYTES:
-            self._leave_heading(conn)
-            self.nr_conns -= 1
-            self._refuse(conn.sock, 431, "Request Header Fields Too Large",
-                         f"request head larger than {MAX_HEADER_BYTES} bytes")
+        if conn.body_start is None:
+            # Look for the end of the head only in the new bytes (and the 3 before them).
+            end = conn.head.find(_HEAD_END, max(0, len(conn.head) - len(data) - 3))
+            if end < 0:
+                if len(conn.head) > MAX_HEADER_BYTES:
+                    self._answer_and_close(conn, 431, "Request Header Fields Too Large",
+                                           f"request head larger than {MAX_HEADER_BYTES} bytes")
+                return
+            if end > MAX_HEADER_BYTES:
+                self._answer_and_close(conn, 431, "Request Header Fields Too Large",
+                                       f"request head larger than {MAX_HEADER_BYTES} bytes")
+                return
+            framing = _body_framing(bytes(conn.head[:end]))
+            if framing == "too large":
+                self._answer_and_close(conn, 413, "Request Entity Too Large",
+                                       f"request body larger than {MAX_BODY_BYTES} bytes")
+                return
+            conn.body_start = end + len(_HEAD_END)
+            conn.body_length = framing if isinstance(framing, int) else None
+            conn.head_deadline = time.monotonic() + BODY_TIMEOUT  # the body has its own deadline
+        body = len(conn.head) - conn.body_start
+        if conn.body_length is not None:
+            complete = body >= conn.body_length
+        else:  # chunked: it ends with the last chunk (no trailers: they are not waited for)
+            complete = conn.head.startswith(_LAST_CHUNK, conn.body_start) or conn.head.find(
+                _END_CHUNKED, max(conn.body_start, len(conn.head) - len(data) - len(_END_CHUNKED))
+            ) >= 0
+        if complete:
+            self._hand_over(conn)
+        elif body > MAX_BODY_BYTES + 64 * 1024:  # the chunk framing's own bytes allowed for
+            self._answer_and_close(conn, 413, "Request Entity Too Large",
+                                   f"request body larger than {MAX_BODY_BYTES} bytes")
+
+    def _hand_over(self, conn: HeadConn) -> None:
+        """The head (and body) are in: a pool thread serves the request from these bytes."""
+        self._leave_heading(conn)
+        if conn.initialized:
+            conn.parser.unreader.unread(bytes(conn.head))
+            conn.head = bytearray()
+        conn.data_ready = True
+        self.enqueue_req(conn)
+
+    def _answer_and_close(self, conn: HeadConn, status: int, reason: str, message: str) -> None:
+        self._leave_heading(conn)
+        self.nr_conns -= 1
+        self._refuse(conn.sock, status, reason, message)
 
     def _leave_heading(self, conn: HeadConn) -> None:
         try:
