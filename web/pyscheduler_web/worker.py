@@ -40,6 +40,7 @@ import selectors
 import socket
 import time
 from collections import deque
+from collections.abc import Callable
 from concurrent import futures
 from functools import partial
 from typing import Any, Final
@@ -206,23 +207,11 @@ class ServingWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyped
         self._linger_off_loop(sock)
 
     def _linger_off_loop(self, sock: socket.socket) -> None:
-        if self.closer is None or self.pending_closes >= MAX_PENDING_CLOSES:
-            util.close(sock)
-            return
-        self.pending_closes += 1
+        def linger() -> None:
+            socket.socket.setblocking(sock, True)
+            util.close_graceful(sock, timeout=LINGER, max_drain=MAX_DRAIN)
 
-        def close() -> None:
-            try:
-                socket.socket.setblocking(sock, True)
-                util.close_graceful(sock, timeout=LINGER, max_drain=MAX_DRAIN)
-            finally:
-                self.method_queue.defer(self._closed)
-
-        try:
-            self.closer.submit(close)
-        except RuntimeError:  # shutting down
-            self.pending_closes -= 1
-            util.close(sock)
+        self._off_loop(linger, lambda: util.close(sock))
 
     # -- request heads in the main loop -------------------------------------------------------
 
@@ -338,24 +327,27 @@ class ServingWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyped
         self._close_off_loop(conn)
 
     def _close_off_loop(self, conn: HeadConn) -> None:
-        """A graceful close (lingering for the peer) on the closer pool; at once when too many
-        wait, so the main loop never waits on a client."""
+        self._off_loop(lambda: conn.close(graceful=True), conn.close)
+
+    def _off_loop(self, close: Callable[[], object], close_now: Callable[[], object]) -> None:
+        """A lingering close (waiting for the peer) on the closer pool; ``close_now`` instead when
+        too many wait or the pool is gone, so the main loop never waits on a client."""
         if self.closer is None or self.pending_closes >= MAX_PENDING_CLOSES:
-            conn.close()
+            close_now()
             return
         self.pending_closes += 1
 
-        def close() -> None:
+        def run() -> None:
             try:
-                conn.close(graceful=True)
+                close()
             finally:
                 self.method_queue.defer(self._closed)
 
         try:
-            self.closer.submit(close)
+            self.closer.submit(run)
         except RuntimeError:  # shutting down
             self.pending_closes -= 1
-            conn.close()
+            close_now()
 
     def _closed(self) -> None:
         self.pending_closes -= 1
