@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from benchmarks import events_memory, events_throughput, rest, rest_polling, scheduling
+from benchmarks import events_memory, events_throughput, hostile_clients, rest, rest_polling, scheduling
 from benchmarks.machine import Progress, machine_facts
 from benchmarks.workload import DEFAULT_SEED, parse_mix
 
@@ -76,6 +76,10 @@ def _run_rest(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return rest.run(quick=args.quick, streams=args.streams, progress=progress)
 
 
+def _run_hostile_clients(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return hostile_clients.run(quick=args.quick, sockets=args.sockets, progress=progress)
+
+
 def _run_rest_polling(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return rest_polling.run(quick=args.quick, pollers=args.pollers or rest_polling.POLLERS, progress=progress)
 
@@ -91,6 +95,11 @@ FAMILIES: dict[str, Family] = {
             "rest-polling",
             "scheduling throughput (many-queues shape) while REST clients poll nodes and applications (served)",
             _run_rest_polling,
+        ),
+        Family(
+            "hostile-clients",
+            "health checks and scheduling while misbehaving clients hold 900 sockets (served)",
+            _run_hostile_clients,
         ),
     )
 }
@@ -181,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     rest_group.add_argument(
         "--pollers", type=_positive, help="rest-polling: clients polling nodes and active applications (default 4)"
+    )
+    rest_group.add_argument(
+        "--sockets", type=_positive, help="hostile-clients: misbehaving connections per kind (default 900; --quick: 150)"
     )
     return parser
 

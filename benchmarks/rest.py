@@ -217,6 +217,8 @@ def _bench_routes(rm: BenchRM) -> Any:
             "highest": highest,
             "held": len(events),
             "allocated": rm.allocated,
+            # A new worker (after a crash or a kill by the arbiter) would be another process.
+            "worker_pid": os.getpid(),
         }
 
     @bp.get("/bench/state")

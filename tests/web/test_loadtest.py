@@ -114,3 +114,16 @@ def test_rest_polling_benchmark_quick(tmp_path: Path) -> None:
             assert run["requests"] >= 0 and _positive(run["megabytes"])
     assert _positive(polling["ratio"])
     assert "Scheduling while 4 REST clients poll" in printed
+
+
+@pytest.mark.timeout(240)
+def test_hostile_clients_benchmark_quick(tmp_path: Path) -> None:
+    report, printed = _run_quick("hostile-clients", tmp_path)
+    assert report["failures"] == [] and report["quick"] is True
+    kinds = [r["kind"] for r in report["runs"]]
+    assert kinds == ["none", "idle", "half a request head", "body never completes", "answers never read",
+                     "kept alive after one request"]
+    for run in report["runs"]:
+        assert run["worker_survived"] is True and _positive(run["rate"]) and _positive(run["health_max_ms"])
+        assert run["sockets"] == (0 if run["kind"] == "none" else report["sockets"])
+    assert "The serving path under hostile clients" in printed
