@@ -357,7 +357,15 @@ def free_port() -> int:
 class ServedScheduler:
     """``pyscheduler serve`` on a free loopback port with :func:`attach` embedded."""
 
-    def __init__(self, policy: str = SCHED_POLICY, workdir: Path | None = None, config_text: str | None = None) -> None:
+    def __init__(
+        self,
+        policy: str = SCHED_POLICY,
+        workdir: Path | None = None,
+        config_text: str | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
+        #: Extra environment of the served process.
+        self.extra_env = dict(env or {})
         self._tmp = tempfile.TemporaryDirectory(prefix="pyscheduler-bench-rest-") if workdir is None else None
         self.workdir = Path(self._tmp.name) if self._tmp is not None else workdir  # type: ignore[assignment]
         self.config = self.workdir / f"queues-{policy}.yaml"
@@ -379,6 +387,7 @@ class ServedScheduler:
         # are not installed, so their checkout goes on its path.
         checkout = str(Path(__file__).resolve().parent.parent)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (checkout, env.get("PYTHONPATH", "")) if p)
+        env.update(self.extra_env)
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 [

@@ -1,7 +1,7 @@
 """Type stub of ``pyscheduler._native``, the Rust extension (rust/python, over rust/core)."""
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import final
+from typing import ClassVar, final
 
 from typing_extensions import Self
 
@@ -11,6 +11,7 @@ __all__ = [
     "__version__",
     "EventStore",
     "Subscription",
+    "StreamOutcome",
     "StreamTicket",
     "NodeIndex",
     "EventIdOutOfRangeError",
@@ -88,11 +89,15 @@ class EventStore:
     # ``capacity`` defaults to 2000 events (YuniKorn's stream slack; the Rust constant).
     def subscribe_recent(self, count: int = 0, capacity: int = ...) -> Subscription: ...
     def subscribe_from(self, start: int, capacity: int = ...) -> Subscription: ...
-    def attach_stream(self, subscription: Subscription, fd: int, write_timeout: float = 5.0) -> StreamTicket:
-        """Hands a subscription and its connected socket (HTTP/1.1, headers sent) to the
-        stream fan-out thread, which writes its events as chunks from then on."""
+    def open_stream(
+        self, subscription: Subscription, fd: int, first_line: bytes, chunked: bool = True, write_timeout: float = 5.0
+    ) -> StreamTicket:
+        """Hands a subscription and its connected socket (the response head sent) to the stream
+        writer, which writes the whole body: ``first_line``, the history (before this call
+        returns, GIL released), live events and the closing line; HTTP/1.1 chunks when
+        ``chunked``, else the bytes as they are."""
     def release_streams(self) -> None:
-        """Asks every attached stream to end at its next chunk boundary ("released")."""
+        """Asks every open stream to end at its next chunk boundary, with the closing line."""
     def stats(self) -> dict[str, int]: ...
     def stop(self) -> None: ...
     @property
@@ -104,13 +109,6 @@ class Subscription:
 
     def next(self, max_events: int = 1000, timeout: float = 1.0) -> bytes | None:
         """Events as NDJSON; b"" when none came in time; None once closed."""
-    def pump(
-        self, fd: int, max_events: int = 1000, timeout: float = 0.0, write_timeout: float = 5.0,
-        restore_nonblocking: bool = False,
-    ) -> tuple[str, int]:
-        """Writes what is stored (and what comes within ``timeout``) to a socket as HTTP/1.1
-        chunks with the GIL released: ("idle" | "closed" | "write_failed" | "write_timeout",
-        events written)."""
     @property
     def next_id(self) -> int: ...
     @property
@@ -118,16 +116,31 @@ class Subscription:
     def close(self) -> None: ...
 
 @final
-class StreamTicket:
-    """A stream attached to the fan-out thread (``EventStore.attach_stream``)."""
+class StreamOutcome:
+    """How a stream ended."""
 
-    def wait(self, timeout: float = 1.0) -> str | None:
-        """Waits (GIL released) for the stream to end: None while it runs, else "closed",
-        "released", "peer_closed", "write_failed" or "write_timeout"."""
+    CLOSED: ClassVar[StreamOutcome]
+    """The subscription closed (``StreamTicket.closed_reason``); the closing line was written."""
+    RELEASED: ClassVar[StreamOutcome]
+    """Ended on request; the closing line was written."""
+    PEER_CLOSED: ClassVar[StreamOutcome]
+    """The client hung up."""
+    WRITE_FAILED: ClassVar[StreamOutcome]
+    """A write failed; the socket was shut down."""
+    WRITE_TIMEOUT: ClassVar[StreamOutcome]
+    """One chunk was not written within the write timeout; the socket was shut down."""
+    def __int__(self) -> int: ...
+
+@final
+class StreamTicket:
+    """A stream handed to the stream writer (``EventStore.open_stream``)."""
+
+    def wait(self, timeout: float = 1.0) -> StreamOutcome | None:
+        """Waits (GIL released) for the stream to end: None while it runs, else its outcome."""
     def release(self) -> None:
-        """Asks the hub to hand the stream back at its next chunk boundary."""
+        """Asks the writer to end the stream at its next chunk boundary, with the closing line."""
     @property
-    def outcome(self) -> str | None: ...
+    def outcome(self) -> StreamOutcome | None: ...
     @property
     def closed_reason(self) -> str | None: ...
     @property

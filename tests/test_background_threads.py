@@ -3,7 +3,6 @@ promptly, leaving no thread of its name behind, and a failing step does not end 
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Callable
@@ -20,7 +19,6 @@ from pyscheduler.scheduler.history import History
 from pyscheduler.scheduler.loop import Scheduler
 from pyscheduler.si.events import EventChangeDetail, EventChangeType, EventRecord, EventRecordType
 from pyscheduler_web.demo import DemoRM, DemoSettings
-from pyscheduler_web.streams import WriteDeadlines
 
 
 def _alive(name: str) -> bool:
@@ -107,14 +105,3 @@ def test_demo_rm() -> None:
     assert _wait(lambda: demo.submitted > 0)
     _stops_promptly("pyscheduler-demo-rm", demo.stop)
     proxy.stop()
-
-
-def test_stream_write_deadlines() -> None:
-    deadlines = WriteDeadlines(timeout=60.0, tick=0.01)
-    left, right = socket.socketpair()
-    try:
-        deadlines.arm(1, left)
-        _stops_promptly("pyscheduler-stream-deadlines", deadlines.close)
-    finally:
-        left.close()
-        right.close()

@@ -453,6 +453,7 @@ def test_counters(event_system_factory):
         "publish_failed": 0,
         "subscribers": 1,
         "attached_streams": 0,
+        "stream_write_timeouts": 0,
         "slow_closed": 1,
         "delivered": 3,
         "ring_capacity": 100,

@@ -71,10 +71,12 @@ class EventStats:
     #: Request events delivered to the RM callback, and lost to a failing callback.
     published: int
     publish_failed: int
-    #: Open stream subscriptions (of which written by the fan-out thread), those closed for
+    #: Open stream subscriptions (of which written by the stream writer), streams the writer
+    #: ended for a chunk not written within the write timeout, subscriptions closed for
     #: falling behind, and events delivered.
     subscribers: int
     attached_streams: int
+    stream_write_timeouts: int
     slow_closed: int
     delivered: int
     #: Ring occupancy and memory.
@@ -285,13 +287,18 @@ class EventSystem:
         ring no longer holds it."""
         return self._store.subscribe_from(start, capacity)
 
-    def attach_stream(self, subscription: Subscription, fd: int, write_timeout: float) -> StreamTicket:
-        """Hands a stream's subscription and socket to the fan-out thread (one thread writes
-        every stream, each event rendered once; see ``docs/events.md``)."""
-        return self._store.attach_stream(subscription, fd, write_timeout)
+    def open_stream(
+        self, subscription: Subscription, fd: int, first_line: bytes, chunked: bool, write_timeout: float
+    ) -> StreamTicket:
+        """Hands a stream's subscription and socket (the response head sent) to the stream
+        writer, which writes the whole body: the first line, the history (before this returns),
+        live events from one thread for every stream, and the closing line (``docs/events.md``,
+        "The stream writer")."""
+        return self._store.open_stream(subscription, fd, first_line, chunked, write_timeout)
 
     def release_streams(self) -> None:
-        """Ends every attached stream at its next chunk boundary (shutting down)."""
+        """Ends every open stream at its next chunk boundary, with the closing line (shutting
+        down)."""
         self._store.release_streams()
 
     def stats(self) -> EventStats:
@@ -308,6 +315,7 @@ class EventSystem:
             publish_failed=self._publisher.failed,
             subscribers=native["subscribers"],
             attached_streams=native["attached_streams"],
+            stream_write_timeouts=native["stream_write_timeouts"],
             slow_closed=native["slow_closed"],
             delivered=native["delivered"],
             ring_capacity=native["capacity"],

@@ -5,6 +5,8 @@ command's messages (web package missing, bad configuration)."""
 from __future__ import annotations
 
 import json
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -140,3 +142,28 @@ def test_gunicorn_conf_module_defaults() -> None:
     assert gunicorn_conf.stream_budget(116) == 100
     assert gunicorn_conf.stream_budget(8) == 4 and gunicorn_conf.stream_budget(1) == 1
     assert settings["control_socket_disable"] is True
+
+
+def _conf_in_a_subprocess(prelude: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    code = f"import resource\n{prelude}\nfrom pyscheduler_web import gunicorn_conf\nprint(gunicorn_conf.worker_connections)\n"
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+
+
+def test_the_connection_cap_raises_the_open_file_limit_or_fits_under_it() -> None:
+    # A soft limit below the default cap is raised to fit it (when the hard limit allows).
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard == resource.RLIM_INFINITY or hard >= 4096 + 512:
+        raised = _conf_in_a_subprocess(f"resource.setrlimit(resource.RLIMIT_NOFILE, (1024, {hard}))")
+        assert raised.returncode == 0, raised.stderr
+        assert raised.stdout.split() == ["4096"] and raised.stderr == ""
+    # A hard limit too low for it: the cap is lowered to fit, with a warning.
+    low = _conf_in_a_subprocess("resource.setrlimit(resource.RLIMIT_NOFILE, (1024, 1024))")
+    assert low.returncode == 0, low.stderr
+    assert low.stdout.split() == ["512"]
+    assert "fits 512 connections, not 4096" in low.stderr
+    # Set through the environment; a bad value stops with a clear message.
+    env = dict(os.environ, PYSCHEDULER_MAX_CONNECTIONS="200")
+    assert _conf_in_a_subprocess("", env).stdout.split() == ["200"]
+    env["PYSCHEDULER_MAX_CONNECTIONS"] = "-1"
+    bad = _conf_in_a_subprocess("", env)
+    assert bad.returncode != 0 and "PYSCHEDULER_MAX_CONNECTIONS must be a positive integer, not '-1'" in bad.stderr

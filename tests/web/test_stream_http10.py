@@ -1,6 +1,6 @@
 """An HTTP/1.0 client of ``/ws/v1/events/stream``: gunicorn cannot chunk the body, so the
-stream is not handed to the fan-out thread; the request's own thread writes plain NDJSON
-until the client leaves, with the same lines an HTTP/1.1 client gets."""
+stream writer writes plain NDJSON (the body ends when the connection closes) until the
+client leaves, with the same lines an HTTP/1.1 client gets."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def _read_lines(sock: socket.socket, buf: bytes, n: int, timeout: float = 10.0) 
     return [line + b"\n" for line in lines], rest
 
 
-def test_http10_stream_is_plain_ndjson_written_by_its_own_thread(server: Server) -> None:
+def test_http10_stream_is_plain_ndjson_from_the_stream_writer(server: Server) -> None:
     before = server.state()
     next_id = server.add_events(3)
     sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
@@ -46,13 +46,13 @@ def test_http10_stream_is_plain_ndjson_written_by_its_own_thread(server: Server)
         assert set(json.loads(lines[0])) == {"InstanceUUID"}
         history = server.get(f"{BATCH}?start={next_id - 3}&count=3").json()["EventRecords"]
         assert [json.loads(line) for line in lines[1:]] == history
-        # Live events follow, and this stream is not one of the fan-out thread's.
+        # Live events follow, from the stream writer like every other stream.
         server.add_events(2)
         live, buf = _read_lines(sock, buf, 2)
         assert [json.loads(line) for line in live] == server.get(f"{BATCH}?start={next_id}&count=2").json()["EventRecords"]
         state = server.state()
         assert state["streams"] == before["streams"] + 1
-        assert state["attached_streams"] == before["attached_streams"]
+        assert state["attached_streams"] == before["attached_streams"] + 1
     finally:
         sock.close()
     after = server.wait_for(lambda s: s["streams"] == before["streams"], timeout=10.0)

@@ -292,3 +292,35 @@ class StreamClient:
         self.close()
 
 
+class ChunkedReader:
+    """Decodes HTTP/1.1 chunks from a socket into NDJSON lines (raw bytes kept)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.buf = b""
+        self.body = b""
+        self.lines: list[bytes] = []
+
+    def read(self, n: int, timeout: float = 10.0) -> list[bytes]:
+        """Reads until ``n`` lines arrived in all (fewer when the connection ends)."""
+        deadline = time.monotonic() + timeout
+        while len(self.lines) < n:
+            self.sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            data = self.sock.recv(1 << 16)
+            if not data:
+                break
+            self.buf += data
+            while b"\r\n" in self.buf:
+                head, rest = self.buf.split(b"\r\n", 1)
+                size = int(head, 16)
+                if len(rest) < size + 2:
+                    break
+                assert rest[size : size + 2] == b"\r\n", "chunk framing"
+                self.body += rest[:size]
+                self.buf = rest[size + 2 :]
+            *complete, self.body = self.body.split(b"\n")
+            self.lines.extend(line + b"\n" for line in complete)
+        return self.lines
+
+    def events(self) -> list[dict]:
+        return [json.loads(line) for line in self.lines if b"timestampNano" in line]

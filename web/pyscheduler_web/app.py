@@ -29,7 +29,7 @@ from pyscheduler_web.errors import HttpRouterFallback, install_error_handlers
 from pyscheduler_web.http import MAX_BODY_BYTES, compress_response
 from pyscheduler_web.metrics import Metrics
 from pyscheduler_web.service import SchedulerService, ServeOptions
-from pyscheduler_web.streams import StreamRegistry, WriteDeadlines
+from pyscheduler_web.streams import StreamRegistry
 
 __all__ = ["WebState", "create_app"]
 
@@ -60,7 +60,6 @@ class WebState:
     streams: StreamRegistry
     metrics: Metrics
     router: HttpRouterFallback
-    write_deadlines: WriteDeadlines
 
 
 def create_app(options: ServeOptions | None = None, *, service: SchedulerService | None = None, start: bool = True) -> Flask:
@@ -80,8 +79,7 @@ def create_app(options: ServeOptions | None = None, *, service: SchedulerService
         app.register_blueprint(blueprint)
     router = install_error_handlers(app)
     streams = StreamRegistry(lambda: service.event_system.settings)
-    deadlines = WriteDeadlines()
-    state = WebState(service, streams, Metrics(service, streams, deadlines), router, deadlines)
+    state = WebState(service, streams, Metrics(service, streams), router)
     app.extensions["pyscheduler"] = state
 
     @app.after_request

@@ -23,6 +23,11 @@ the options then come from the environment, see :meth:`ServeOptions.from_env`) o
   then stops the scheduler (an ``atexit`` handler in the factory covers other exits).
 - **Logging**: the scheduler's records (``pyscheduler``, ``pyscheduler_web``) go to gunicorn's
   error log at its level.
+- **Connections.** Idle, kept-alive and half-sent connections wait in the worker's poller and
+  cost no thread, so the worker holds up to ``PYSCHEDULER_MAX_CONNECTIONS`` (default
+  :data:`DEFAULT_MAX_CONNECTIONS`, 4,096) at once; past it a new connection gets a JSON 503
+  at once. The process's open-file limit is raised (soft up to the hard limit) to fit; if the
+  hard limit is lower, the cap is lowered to fit it, with a warning.
 - **No control socket**: ``gunicornc`` could add workers.
 - **Bind** ``127.0.0.1:9080`` by default (YuniKorn's port, loopback only);
   ``PYSCHEDULER_BIND`` or ``--bind`` changes it.
@@ -32,11 +37,15 @@ from __future__ import annotations
 
 import logging
 import os
+import resource
 import signal
+import sys
 from typing import Any
 
 __all__ = [
+    "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_STREAMS",
+    "connection_cap",
     "REQUEST_THREADS",
     "settings",
     "stream_budget",
@@ -47,13 +56,56 @@ DEFAULT_MAX_STREAMS = 100
 #: Threads kept for ordinary (non-stream) requests.
 REQUEST_THREADS = 16
 
+#: Connections the worker holds at once by default (``PYSCHEDULER_MAX_CONNECTIONS``).
+DEFAULT_MAX_CONNECTIONS = 4096
+#: Descriptors kept for everything but client connections (logs, the listener, pipes,
+#: the event streams' duplicates: one per stream).
+FD_RESERVE = 512
+
+
+def connection_cap(wanted: int) -> int:
+    """The connection cap for ``wanted``: the open-file limit is raised to fit it (up to the
+    hard limit); what the limit cannot fit is given up, with a warning."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = wanted + FD_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (ValueError, OSError):
+            pass
+    if soft != resource.RLIM_INFINITY and soft < need:
+        cap = max(soft - FD_RESERVE, 64)
+        print(
+            f"pyscheduler: the open-file limit ({soft}) fits {cap} connections, not {wanted}: "
+            "raise it (ulimit -n) to hold more",
+            file=sys.stderr,
+        )
+        return cap
+    return wanted
+
+
+def _max_connections() -> int:
+    raw = os.environ.get("PYSCHEDULER_MAX_CONNECTIONS", "")
+    if raw == "":
+        return DEFAULT_MAX_CONNECTIONS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise SystemExit(f"PYSCHEDULER_MAX_CONNECTIONS must be a positive integer, not {raw!r}")
+    return value
+
+
 bind = os.environ.get("PYSCHEDULER_BIND", "127.0.0.1:9080")
 workers = 1
 # gunicorn's threaded worker, hardened against slow and idle clients (pyscheduler_web.worker).
 worker_class = "pyscheduler_web.worker.ServingWorker"
 threads = int(os.environ.get("PYSCHEDULER_WEB_THREADS", DEFAULT_MAX_STREAMS + REQUEST_THREADS))
 # Kept-alive and pending connections wait in the poller, not in threads.
-worker_connections = 1000
+worker_connections = connection_cap(_max_connections())
 timeout = 30
 graceful_timeout = 5
 keepalive = 5
@@ -124,7 +176,6 @@ def worker_exit(server: Any, worker: Any) -> None:
     state = _state(worker)
     if state is not None:
         state.service.stop()
-        state.write_deadlines.close()
 
 
 def settings() -> dict[str, Any]:

@@ -30,7 +30,7 @@ from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
     from pyscheduler_web.service import SchedulerService
-    from pyscheduler_web.streams import StreamRegistry, WriteDeadlines
+    from pyscheduler_web.streams import StreamRegistry
 
 __all__ = ["CYCLE_LATENCY_BUCKETS_MS", "Metrics", "SchedulerCollector", "instrument_cycle"]
 
@@ -41,10 +41,9 @@ CYCLE_LATENCY_BUCKETS_MS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10
 class SchedulerCollector(Collector):
     """Reads the service's counters when Prometheus scrapes."""
 
-    def __init__(self, service: SchedulerService, streams: StreamRegistry, deadlines: WriteDeadlines | None = None) -> None:
+    def __init__(self, service: SchedulerService, streams: StreamRegistry) -> None:
         self._service = service
         self._streams = streams
-        self._deadlines = deadlines
 
     def describe(self) -> list[Metric]:
         return []
@@ -90,7 +89,7 @@ class SchedulerCollector(Collector):
         yield gauge("pyscheduler_event_subscribers", "Open event subscriptions.", stats.subscribers)
         yield gauge(
             "pyscheduler_event_streams_attached",
-            "Event streams written by the event store's fan-out thread.",
+            "Event streams written by the event store's stream writer.",
             stats.attached_streams,
         )
         yield counter(
@@ -104,12 +103,11 @@ class SchedulerCollector(Collector):
         yield gauge("pyscheduler_web_event_streams", "Open /ws/v1/events/stream connections.", len(streams))
         yield gauge("pyscheduler_web_event_streams_limit", "Most concurrent event streams allowed now.", streams.limit())
         yield counter("pyscheduler_web_event_streams_refused", "Event streams refused for a limit (503).", streams.refused)
-        if self._deadlines is not None:
-            yield counter(
-                "pyscheduler_web_event_streams_write_timeouts",
-                "Event streams cut because one write was stuck for 5 s.",
-                self._deadlines.expired,
-            )
+        yield counter(
+            "pyscheduler_web_event_streams_write_timeouts",
+            "Event streams cut because one chunk was not written within 5 s.",
+            stats.stream_write_timeouts,
+        )
         # The scheduling loop.
         scheduler = service.scheduler
         yield counter("pyscheduler_scheduler_cycles", "Scheduling cycles run.", scheduler.cycles)
@@ -143,12 +141,12 @@ def instrument_cycle(scheduler: Any, histogram: Histogram) -> None:
 class Metrics:
     """The app's registry and its exposition."""
 
-    def __init__(self, service: SchedulerService, streams: StreamRegistry, deadlines: WriteDeadlines | None = None) -> None:
+    def __init__(self, service: SchedulerService, streams: StreamRegistry) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         ProcessCollector(registry=self.registry)
         PlatformCollector(registry=self.registry)
         GCCollector(registry=self.registry)
-        self.registry.register(SchedulerCollector(service, streams, deadlines))
+        self.registry.register(SchedulerCollector(service, streams))
         self.cycle_latency = Histogram(
             "yunikorn_scheduler_scheduling_latency_milliseconds",
             "Duration of one scheduling cycle, in milliseconds.",

@@ -12,29 +12,31 @@ new stream so a configuration reload applies to the next connection):
   worker can spare (:meth:`StreamRegistry.set_thread_budget`): streams can never take the
   threads that ordinary requests need, whatever ``event.maxStreams`` says.
 
-The body (:func:`stream_body`): the ``{"InstanceUUID":...}`` line at once, then the events.
-Over HTTP/1.1 the history (``count``, ``start``) goes out from the request's thread at full
-speed (``Subscription.pump``, GIL released), then the stream is handed to the event store's
-fan-out thread (``EventSystem.attach_stream``; ``docs/events.md``, "The fan-out thread"),
-which writes every live stream from events rendered once, in chunks gathered over at most
-20 ms, while the request's thread sleeps on its ticket. Otherwise (HTTP/1.0, no socket)
-``Subscription.next`` waits at most :data:`POLL_INTERVAL` and returns every event available
-(up to :data:`CHUNK_EVENTS`), which gunicorn writes.
-When the producer closes the subscription (the client fell more than its buffer behind, or the
-event system stopped) or the service shuts down, the stream ends with YuniKorn's in-band line
+The body (:func:`stream_body`): behind gunicorn, every byte after the response head is
+written by the event store's stream writer (``EventSystem.open_stream``; ``docs/events.md``,
+"The stream writer"): the ``{"InstanceUUID":...}`` line, the history (``count``, ``start``)
+at full speed from the request's thread with the GIL released, then live events from the
+writer's one thread for every stream (each event rendered once, chunks gathered over at most
+20 ms), while the request's thread sleeps on its ticket. HTTP/1.1 bodies are chunked (gunicorn
+writes the terminating chunk after the writer is done), HTTP/1.0 bodies end when the
+connection closes. When the producer closes the subscription (the client fell more than its
+buffer behind, or the event system stopped) or the service shuts down, the writer ends the
+stream with YuniKorn's in-band line
 ``{"status_code":200,"message":"Event stream was closed by the producer","description":...}``.
-A client that goes away is noticed at the next write or, while idle, by a look at the socket
-(a non-blocking peek here, a ``poll`` once a second in the fan-out); a client that stops
-reading is cut when one chunk has been stuck for 5 s (YuniKorn's write deadline,
-:class:`WriteDeadlines` or the fan-out's own) or, sooner, when it falls more than its buffer
-behind (the closing line then waits in the socket for it). The subscription is closed and the
-slot released in every case.
+A client that goes away is noticed at the next write or, while idle, within 25 ms; a client
+that stops reading is cut when one chunk has been stuck for 5 s (YuniKorn's write deadline,
+the writer's one deadline for every chunk, the first line and the closing line included) or,
+sooner, when it falls more than its buffer behind (the closing line then waits in the socket
+for it). The subscription is closed and the slot released in every case.
+
+Without a socket (a WSGI server other than gunicorn, Flask's test client) the server writes
+what the generator yields: ``Subscription.next`` waits at most :data:`POLL_INTERVAL` and
+returns every event available (up to :data:`CHUNK_EVENTS`).
 """
 
 from __future__ import annotations
 
 import itertools
-import select
 import socket
 import threading
 import time
@@ -42,8 +44,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pyscheduler.common.background import BackgroundThread
-from pyscheduler._native import StreamTicket, Subscription
+from pyscheduler._native import StreamOutcome, StreamTicket, Subscription
 from pyscheduler.config.event_settings import EventSettings
 
 from pyscheduler_web.http import json_body
@@ -55,25 +56,24 @@ __all__ = [
     "WRITE_TIMEOUT",
     "StreamRegistry",
     "StreamSlot",
-    "WriteDeadlines",
     "closing_line",
     "stream_body",
 ]
 
-#: Longest wait in ``Subscription.next`` before looking at the client and the shutdown flag
-#: (HTTP/1.0 streams, written by their own thread): a closed one frees its slot this soon.
+#: Longest wait in ``Subscription.next`` before looking at the shutdown flag (streams with no
+#: socket, written by the server).
 POLL_INTERVAL: Final = 0.05
-#: Most events in one chunk written to the client.
+#: Most events in one item yielded to a server with no socket.
 CHUNK_EVENTS: Final = 1000
-#: A write that makes no progress for this long ends the stream (YuniKorn's write deadline).
+#: A chunk not written within this time ends the stream (YuniKorn's write deadline).
 WRITE_TIMEOUT: Final = 5.0
-#: Longest sleep of a fanned-out stream's thread before it looks at the shutdown flag. A
+#: Longest sleep of a stream's request thread before it looks at the shutdown flag. A
 #: shutdown ends the streams at once through ``release_streams``; this is the fallback. Each
 #: wake takes the GIL, so a hundred streams waking often would tax the scheduling loop.
 TICKET_WAIT: Final = 2.0
 
-#: ``EventSystem.attach_stream``: (subscription, socket fd, write timeout) -> ticket.
-Attach = Callable[[Subscription, int, float], StreamTicket]
+#: ``EventSystem.open_stream``: (subscription, socket fd, first line, chunked, write timeout).
+OpenStream = Callable[[Subscription, int, bytes, bool, float], StreamTicket]
 CLOSED_BY_PRODUCER: Final = "Event stream was closed by the producer"
 
 
@@ -153,95 +153,6 @@ def closing_line(description: str) -> bytes:
     )
 
 
-class WriteDeadlines:
-    """YuniKorn's per-write deadline (5 s) for stream writes, without a socket timeout.
-
-    gunicorn writes each chunk with a blocking ``sendall``. A socket timeout would end a stuck
-    write with an error gunicorn logs as a failure; instead, a stream arms its deadline before
-    it hands a chunk over and disarms it when it gets control back, and one watchdog thread
-    shuts down the sockets whose write has been stuck past the deadline. The blocked
-    ``sendall`` then fails with EPIPE, which gunicorn treats as a client gone: the generator
-    is closed, the subscription and the slot are released.
-    """
-
-    def __init__(self, timeout: float = WRITE_TIMEOUT, tick: float = 0.5) -> None:
-        self.timeout = timeout
-        self.tick = tick
-        self._lock = threading.Lock()
-        self._armed: dict[int, tuple[float, socket.socket]] = {}
-        # Started by the first armed deadline; checks every tick, the first after one tick.
-        self._thread = BackgroundThread("pyscheduler-stream-deadlines", self._expire, interval=tick, first_delay=tick)
-        #: Streams cut for a stuck write (metrics).
-        self.expired = 0
-
-    def arm(self, key: int, sock: socket.socket) -> None:
-        with self._lock:
-            self._armed[key] = (time.monotonic() + self.timeout, sock)
-        self._thread.start()  # a no-op once running
-
-    def close(self, timeout: float = 5.0) -> None:
-        """Stops the watchdog (at shutdown; a later ``arm`` starts it again)."""
-        self._thread.stop(timeout)
-
-    def disarm(self, key: int) -> None:
-        with self._lock:
-            self._armed.pop(key, None)
-
-    def count_expired(self) -> None:
-        """A stream whose write deadline was enforced elsewhere (the Rust pump)."""
-        with self._lock:
-            self.expired += 1
-
-    def _expire(self) -> None:
-        """Shuts down the sockets whose write is stuck past its deadline."""
-        now = time.monotonic()
-        with self._lock:
-            expired = [(k, sock) for k, (deadline, sock) in self._armed.items() if deadline <= now]
-            for key, _ in expired:
-                del self._armed[key]
-            self.expired += len(expired)
-        for _, sock in expired:
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-
-class PeerWatch:
-    """Notices a client that closed its side of an idle stream.
-
-    A zero-timeout ``poll``; only when the socket is readable (or hung up) does a peek look
-    at what is there: EOF or an error means the client is gone, data (a pipelined request)
-    does not. A plain ``recv`` cannot be used alone: on a socket with a timeout (the write
-    deadline) Python waits for readability first, ``MSG_DONTWAIT`` or not.
-    """
-
-    _HANGUP = select.POLLHUP | select.POLLERR | select.POLLNVAL | getattr(select, "POLLRDHUP", 0)
-
-    def __init__(self, sock: socket.socket | None) -> None:
-        self._sock = sock
-        self._poll: Any = None
-        if sock is not None:
-            self._poll = select.poll()
-            self._poll.register(sock, select.POLLIN | self._HANGUP)
-
-    def closed(self) -> bool:
-        if self._poll is None or self._sock is None:
-            return False
-        try:
-            ready = self._poll.poll(0)
-        except OSError:
-            return True
-        if not ready:
-            return False
-        if ready[0][1] & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
-            return True
-        try:
-            return self._sock.recv(1, socket.MSG_PEEK) == b""
-        except OSError:
-            return True
-
-
 class StreamBody:
     """The WSGI body of a stream: iterates :func:`stream_body`'s generator, and ``close``
     releases the subscription and the slot even when the server closes the body before ever
@@ -267,97 +178,66 @@ def stream_body(
     release: Callable[[], None],
     stopping: threading.Event,
     sock: socket.socket | None,
-    deadlines: WriteDeadlines | None = None,
-    key: int = 0,
-    attach: Attach | None = None,
+    open_stream: OpenStream | None = None,
+    chunked: bool = True,
 ) -> Iterator[bytes]:
-    """The response body. gunicorn writes (and sends) each item as it is yielded; closing the
-    generator (client gone, write stuck, worker stopping) closes the subscription and frees
-    the slot. ``deadlines`` (with the stream's ``key``) bounds each write. With ``attach``
-    (``EventSystem.attach_stream``; only for HTTP/1.1, where the body is chunked) live events
-    are written by the event store's fan-out thread."""
-    peer = PeerWatch(sock)
-    armed = deadlines is not None and sock is not None
-
-    def send(data: bytes) -> Iterator[bytes]:
-        if armed:
-            deadlines.arm(key, sock)  # type: ignore[union-attr, arg-type]
-        yield data
-        if armed:
-            deadlines.disarm(key)  # type: ignore[union-attr]
-
-    def end(reason: str) -> Iterator[bytes]:
-        yield from send(closing_line(reason))
-        if sock is not None:
-            # gunicorn's last write (the chunked terminator) comes after the generator: a
-            # socket timeout bounds it (the worker resets it if the connection is reused).
-            sock.settimeout(WRITE_TIMEOUT)
-
+    """The response body. With gunicorn's socket and ``open_stream`` the stream writer writes
+    it (``chunked``: HTTP/1.1 framing, else an HTTP/1.0 body ended by the close); otherwise
+    the server writes each item yielded. Closing the generator (client gone, worker stopping)
+    closes the subscription and frees the slot."""
     try:
-        yield from send(first_line)
-        if attach is not None and sock is not None:
-            yield from _fanned(subscription, sock, stopping, end, deadlines, attach)
+        if open_stream is not None and sock is not None:
+            # gunicorn sends the head for an empty item and writes nothing else.
+            yield b""
+            _written_by_the_stream_writer(first_line, subscription, sock, stopping, open_stream, chunked)
             return
+        yield first_line
         while True:
             if stopping.is_set():
-                yield from end("the scheduler is shutting down")
+                yield closing_line("the scheduler is shutting down")
                 return
             chunk = subscription.next(CHUNK_EVENTS, POLL_INTERVAL)
             if chunk is None:
-                yield from end(subscription.closed_reason or "")
+                yield closing_line(subscription.closed_reason or "")
                 return
             if chunk:
-                yield from send(chunk)
-            elif peer.closed():
-                return
+                yield chunk
     finally:
-        if armed:
-            deadlines.disarm(key)  # type: ignore[union-attr]
         subscription.close()
         release()
 
 
-def _fanned(
+def _written_by_the_stream_writer(
+    first_line: bytes,
     subscription: Subscription,
     sock: socket.socket,
     stopping: threading.Event,
-    end: Callable[[str], Iterator[bytes]],
-    deadlines: WriteDeadlines | None,
-    attach: Attach,
-) -> Iterator[bytes]:
-    """History first, written by this thread at full speed with the GIL released; then the
-    stream is handed to the event store's fan-out thread, which writes every live stream from
-    events rendered once, and this thread sleeps on its ticket. The first and closing lines and
-    the chunked terminator go through gunicorn (the hub reports at a chunk boundary), so the
-    framing stays one chunk sequence."""
-    fd = sock.fileno()
-    restore = sock.gettimeout() != None  # noqa: E711 - a timeout means a non-blocking fd
-    status, _ = subscription.pump(fd, CHUNK_EVENTS, 0.0, WRITE_TIMEOUT, restore)
-    if status == "closed":
-        yield from end(subscription.closed_reason or "")
-        return
-    if status in ("write_failed", "write_timeout"):
-        if status == "write_timeout" and deadlines is not None:
-            deadlines.count_expired()
-        return
+    open_stream: OpenStream,
+    chunked: bool,
+) -> None:
+    """Hands the body to the stream writer (the history goes out before ``open_stream``
+    returns) and sleeps on the ticket until the stream ends."""
     try:
-        ticket = attach(subscription, fd, WRITE_TIMEOUT)
+        ticket = open_stream(subscription, sock.fileno(), first_line, chunked, WRITE_TIMEOUT)
     except (ValueError, RuntimeError, OSError):
-        # Closed or stopped since the history went out, or no descriptor to spare.
-        yield from end(subscription.closed_reason or "the stream could not be handed to the event writer")
+        # Closed or stopped before the hand-over, or no descriptor to spare: nothing was written
+        # after the head, so the closing line goes out the server's way.
+        sock.settimeout(WRITE_TIMEOUT)
+        sock.sendall(_framed(closing_line(subscription.closed_reason or "the stream could not be opened"), chunked))
         return
     try:
-        outcome = None
+        outcome = ticket.wait(0.0)
         while outcome is None:
             if stopping.is_set():
                 ticket.release()
             outcome = ticket.wait(TICKET_WAIT)
     finally:
-        ticket.release()  # the body closed under us (worker exiting): hand the socket back
-    if outcome == "closed":
-        yield from end(ticket.closed_reason or "")
-    elif outcome == "released":
-        yield from end("the scheduler is shutting down")
-    elif outcome == "write_timeout" and deadlines is not None:
-        deadlines.count_expired()
-    # "peer_closed", "write_failed": the client is gone.
+        ticket.release()  # the body closed under us (worker exiting): end the stream
+    if outcome in (StreamOutcome.CLOSED, StreamOutcome.RELEASED):
+        # At a chunk boundary: gunicorn's last write (the chunked terminator) comes next, and
+        # a socket timeout bounds it (the worker resets it if the connection is reused).
+        sock.settimeout(WRITE_TIMEOUT)
+
+
+def _framed(data: bytes, chunked: bool) -> bytes:
+    return b"%X\r\n%s\r\n" % (len(data), data) if chunked else data

@@ -11,7 +11,7 @@ pub enum CoreError {
     StartOutOfRange { start: u64, lowest: u64, highest: u64 },
     /// The event pipeline was stopped.
     Stopped,
-    /// A stream could not be attached to the fan-out (closed subscription, attached twice).
+    /// A stream could not be handed to the stream writer (closed subscription, another store).
     StreamAttach(&'static str),
     /// A system call on a stream's socket failed.
     Io(String),

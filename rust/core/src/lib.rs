@@ -9,11 +9,12 @@
 //! - [`store`]: ring + interners: insert, resize, batch body, NDJSON.
 //! - [`pipeline`]: the concurrent event pipeline: non-blocking add, a consumer thread, flush,
 //!   and stream subscriptions over the ring.
-//! - [`fanout`]: one thread writing every attached stream's socket from events rendered once.
+//! - [`stream`]: the stream writer: every byte of a stream's body (history, live events from
+//!   one thread for all streams, the closing line), with one write deadline.
 //! - [`nodes`]: the node index: nodes ordered by (score, id), incremental re-scoring.
 
 pub mod error;
-pub mod fanout;
+pub mod stream;
 pub mod interner;
 pub mod nodes;
 pub mod payload;
@@ -24,7 +25,7 @@ pub mod store;
 pub mod wire;
 
 pub use error::CoreError;
-pub use fanout::{StreamOutcome, StreamTicket};
+pub use stream::{Framing, StreamOptions, StreamOutcome, StreamTicket};
 pub use pipeline::{EventPipeline, PipelineStats, Subscription, SubscriptionStatus};
 pub use record::{EventFields, Kind, OwnedEvent};
 pub use store::{DecodedEvent, EventStore, RangeInfo};

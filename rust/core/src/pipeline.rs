@@ -62,8 +62,10 @@ pub struct PipelineStats {
     /// Events waiting in the queue.
     pub queued: u64,
     pub subscribers: u64,
-    /// Streams written by the fan-out thread (a subset of the subscribers).
+    /// Streams handed to the stream writer and not ended (a subset of the subscribers).
     pub attached_streams: u64,
+    /// Streams ended because one chunk was not written within the write timeout.
+    pub stream_write_timeouts: u64,
     /// Subscriptions closed because they fell behind.
     pub slow_closed: u64,
     /// Events delivered to subscriptions.
@@ -83,20 +85,20 @@ pub(crate) struct Progress {
     pub(crate) stopped: bool,
 }
 
-pub(crate) struct SubState {
+struct SubState {
     /// The next id this subscription reads.
-    pub(crate) cursor: AtomicU64,
+    cursor: AtomicU64,
     /// The first id produced after it subscribed: history before it does not count as lag.
     live_from: u64,
     capacity: u64,
-    pub(crate) closed: Mutex<Option<&'static str>>,
+    closed: Mutex<Option<&'static str>>,
     /// Held while reading, so two threads reading one subscription never deliver the same
     /// events twice.
-    pub(crate) reading: Mutex<()>,
+    reading: Mutex<()>,
 }
 
 impl SubState {
-    pub(crate) fn close(&self, reason: &'static str) -> bool {
+    fn close(&self, reason: &'static str) -> bool {
         let mut closed = self.closed.lock();
         if closed.is_some() {
             return false;
@@ -106,10 +108,78 @@ impl SubState {
     }
 }
 
+/// A subscription's place in the ring, as the stream writer ([`crate::stream`]) sees it: the
+/// whole interface between the pipeline and the writer, besides [`Shared::head`] and the wait
+/// for new events. The writer moves the cursor when it hands events to a socket; the consumer
+/// thread may close it at any time (it fell too far behind, or the pipeline stopped).
+#[derive(Clone)]
+pub(crate) struct Cursor {
+    shared: Arc<Shared>,
+    state: Arc<SubState>,
+}
+
+impl Cursor {
+    /// The next id to deliver.
+    pub(crate) fn position(&self) -> u64 {
+        self.state.cursor.load(Ordering::Acquire)
+    }
+
+    /// Why the subscription closed, or None while it is open.
+    pub(crate) fn closed(&self) -> Option<&'static str> {
+        *self.state.closed.lock()
+    }
+
+    /// Held while events are read and the cursor moved, so no two readers deliver the same
+    /// events.
+    pub(crate) fn lock_reads(&self) -> parking_lot::MutexGuard<'_, ()> {
+        self.state.reading.lock()
+    }
+
+    /// Marks `n` events from the position as delivered.
+    pub(crate) fn advance(&self, n: u64) {
+        self.state.cursor.fetch_add(n, Ordering::AcqRel);
+        self.shared.delivered.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// Renders up to `max` events from the position as NDJSON into `out` (the cursor does not
+    /// move). None when the position was overwritten: the subscription is then closed.
+    pub(crate) fn render(&self, out: &mut Vec<u8>, max: u64) -> Option<u64> {
+        let store = self.shared.store.read();
+        let position = self.position();
+        if !store.contains(position) {
+            drop(store);
+            self.close_overwritten();
+            return None;
+        }
+        let info = store.write_ndjson(out, position, max.max(1));
+        Some(info.written.expect("the position is held").1 as u64)
+    }
+
+    fn close_overwritten(&self) {
+        if self.state.close(CLOSED_OVERWRITTEN) {
+            self.shared.slow_closed.fetch_add(1, Ordering::Relaxed);
+        }
+        unregister(&self.shared, &self.state);
+    }
+
+    /// The pipeline this cursor reads.
+    pub(crate) fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+}
+
+/// The head of the ring as the stream writer sees it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Head {
+    /// The id the next stored event will get.
+    pub(crate) next_id: u64,
+    pub(crate) stopped: bool,
+}
+
 pub(crate) struct Shared {
     queue: ArrayQueue<OwnedEvent>,
     recycled: ArrayQueue<EventBuffers>,
-    pub(crate) store: RwLock<EventStore>,
+    store: RwLock<EventStore>,
     consumer: OnceLock<Thread>,
     consumer_sleeping: AtomicBool,
     stopping: AtomicBool,
@@ -120,13 +190,52 @@ pub(crate) struct Shared {
     dropped: AtomicU64,
     stored: AtomicU64,
     not_stored: AtomicU64,
-    pub(crate) slow_closed: AtomicU64,
-    pub(crate) delivered: AtomicU64,
-    pub(crate) progress: Mutex<Progress>,
-    pub(crate) progress_changed: Condvar,
+    slow_closed: AtomicU64,
+    delivered: AtomicU64,
+    progress: Mutex<Progress>,
+    progress_changed: Condvar,
     subscribers: Mutex<Vec<Arc<SubState>>>,
-    /// The stream fan-out (started with the first attached stream).
-    pub(crate) hub: crate::fanout::Hub,
+    /// The stream writer's live thread (started with the first attached stream).
+    pub(crate) hub: crate::stream::Hub,
+}
+
+impl Shared {
+    pub(crate) fn head(&self) -> Head {
+        let p = self.progress.lock();
+        Head { next_id: p.next_id, stopped: p.stopped }
+    }
+
+    /// Read access to the store (rendering the stream writer's shared blocks).
+    pub(crate) fn store(&self) -> RwLockReadGuard<'_, EventStore> {
+        self.store.read()
+    }
+
+    /// Runs `mark` under the lock that [`Shared::wait_for_events`] sleeps on, then wakes the
+    /// sleepers: a flag set by `mark` is never missed.
+    pub(crate) fn notify(&self, mark: impl FnOnce()) {
+        {
+            let _p = self.progress.lock();
+            mark();
+        }
+        self.progress_changed.notify_all();
+    }
+
+    /// Sleeps until `due(head)` gives a time that has passed, re-evaluating it whenever events
+    /// are stored, the pipeline stops or [`Shared::notify`] is called; `due` returning None
+    /// ends the wait at once.
+    pub(crate) fn wait_for_events(&self, mut due: impl FnMut(Head) -> Option<Instant>) {
+        let mut p = self.progress.lock();
+        loop {
+            let Some(until) = due(Head { next_id: p.next_id, stopped: p.stopped }) else { return };
+            if Instant::now() >= until {
+                return;
+            }
+            self.progress_changed.wait_until(&mut p, until);
+            if Instant::now() >= until {
+                return;
+            }
+        }
+    }
 }
 
 pub struct EventPipeline {
@@ -155,7 +264,7 @@ impl EventPipeline {
             progress: Mutex::new(Progress { processed: 0, next_id: 0, stopped: false }),
             progress_changed: Condvar::new(),
             subscribers: Mutex::new(Vec::new()),
-            hub: crate::fanout::Hub::default(),
+            hub: crate::stream::Hub::default(),
         });
         let worker = Arc::clone(&shared);
         let handle = thread::Builder::new()
@@ -268,29 +377,31 @@ impl EventPipeline {
         // `live_from` and the consumer seeing this subscription.
         self.shared.subscribers.lock().push(Arc::clone(&state));
         drop(store);
-        Ok(Subscription { shared: Arc::clone(&self.shared), state })
+        Ok(Subscription { cursor: Cursor { shared: Arc::clone(&self.shared), state } })
     }
 
-    /// Hands `sub` and its connected socket to the stream fan-out thread, which writes its
-    /// events as HTTP/1.1 chunks from then on (see [`crate::fanout`]).
-    pub fn attach_stream(
+    /// Hands `sub` and its connected socket (an HTTP response whose head is sent) to the
+    /// stream writer, which from then on writes every byte of the body: `first_line`, the
+    /// history at full speed in this thread, then live events from the writer's thread, and
+    /// YuniKorn's closing line (see [`crate::stream`]).
+    pub fn open_stream(
         &self,
         sub: &Subscription,
         socket: std::os::fd::BorrowedFd<'_>,
-        write_timeout: Duration,
-    ) -> Result<crate::fanout::StreamTicket, CoreError> {
-        if !Arc::ptr_eq(&sub.shared, &self.shared) {
+        options: crate::stream::StreamOptions<'_>,
+    ) -> Result<crate::stream::StreamTicket, CoreError> {
+        if !Arc::ptr_eq(&sub.cursor.shared, &self.shared) {
             return Err(CoreError::StreamAttach("the subscription belongs to another event store"));
         }
-        crate::fanout::attach(sub, socket, write_timeout)
+        crate::stream::open(&sub.cursor, socket, options)
     }
 
     /// Asks every attached stream to be handed back to its owner (shutting down).
     pub fn release_streams(&self) {
-        crate::fanout::release_all(&self.shared);
+        crate::stream::release_all(&self.shared);
     }
 
-    /// Streams attached to the fan-out and not yet ended.
+    /// Streams handed to the stream writer and not yet ended.
     pub fn attached_streams(&self) -> u64 {
         self.shared.hub.attached()
     }
@@ -306,6 +417,7 @@ impl EventPipeline {
             queued: s.queue.len() as u64,
             subscribers: s.subscribers.lock().len() as u64,
             attached_streams: s.hub.attached(),
+            stream_write_timeouts: s.hub.write_timeouts(),
             slow_closed: s.slow_closed.load(Ordering::Relaxed),
             delivered: s.delivered.load(Ordering::Relaxed),
             interned_strings: store.interned_strings() as u64,
@@ -454,18 +566,18 @@ pub enum SubscriptionStatus {
 }
 
 pub struct Subscription {
-    pub(crate) shared: Arc<Shared>,
-    pub(crate) state: Arc<SubState>,
+    cursor: Cursor,
 }
 
 impl Subscription {
     /// Up to `max_events` events as NDJSON, waiting up to `timeout` for the first one.
     pub fn next(&self, max_events: usize, timeout: Duration) -> SubscriptionStatus {
         let deadline = Instant::now() + timeout;
+        let shared = &self.cursor.shared;
         loop {
             // A stream cut for falling behind ends at once; one closed by a stop first
             // delivers what was stored before the stop.
-            let closed = *self.state.closed.lock();
+            let closed = self.cursor.closed();
             if let Some(reason) = closed {
                 if reason != CLOSED_STOPPED {
                     return SubscriptionStatus::Closed(reason);
@@ -477,69 +589,55 @@ impl Subscription {
             if let Some(reason) = closed {
                 return SubscriptionStatus::Closed(reason);
             }
-            let mut p = self.shared.progress.lock();
-            let cursor = self.state.cursor.load(Ordering::Acquire);
-            if p.next_id > cursor || p.stopped || self.state.closed.lock().is_some() {
+            let mut p = shared.progress.lock();
+            if p.next_id > self.cursor.position() || p.stopped || self.cursor.closed().is_some() {
                 continue;
             }
-            if self.shared.progress_changed.wait_until(&mut p, deadline).timed_out() {
+            if shared.progress_changed.wait_until(&mut p, deadline).timed_out() {
                 return SubscriptionStatus::Timeout;
             }
         }
     }
 
     fn read_available(&self, max_events: usize) -> Option<SubscriptionStatus> {
-        let _reading = self.state.reading.lock();
-        let store = self.shared.store.read();
-        let cursor = self.state.cursor.load(Ordering::Acquire);
-        if cursor >= store.next_id() {
+        let _reading = self.cursor.lock_reads();
+        if self.cursor.position() >= self.cursor.shared.head().next_id {
             return None;
         }
-        if !store.contains(cursor) {
-            drop(store);
-            if self.state.close(CLOSED_OVERWRITTEN) {
-                self.shared.slow_closed.fetch_add(1, Ordering::Relaxed);
-            }
-            self.unregister();
-            return Some(SubscriptionStatus::Closed(CLOSED_OVERWRITTEN));
-        }
         let mut out = Vec::new();
-        let info = store.write_ndjson(&mut out, cursor, max_events.max(1) as u64);
-        let (_, n) = info.written.expect("cursor is held");
-        self.state.cursor.store(cursor + n as u64, Ordering::Release);
-        drop(store);
-        self.shared.delivered.fetch_add(n as u64, Ordering::Relaxed);
-        Some(SubscriptionStatus::Events(out, n))
+        match self.cursor.render(&mut out, max_events as u64) {
+            None => Some(SubscriptionStatus::Closed(CLOSED_OVERWRITTEN)),
+            Some(n) => {
+                self.cursor.advance(n);
+                Some(SubscriptionStatus::Events(out, n as usize))
+            }
+        }
     }
 
     /// The next id this subscription will deliver.
     pub fn next_id(&self) -> u64 {
-        self.state.cursor.load(Ordering::Acquire)
+        self.cursor.position()
     }
 
     pub fn closed_reason(&self) -> Option<&'static str> {
-        *self.state.closed.lock()
+        self.cursor.closed()
     }
 
     /// Ends the subscription from the consumer's side (client went away).
     pub fn close(&self) {
-        self.state.close(CLOSED_BY_CLIENT);
-        self.unregister();
-        self.shared.progress_changed.notify_all();
-    }
-
-    pub(crate) fn unregister(&self) {
-        unregister(&self.shared, &self.state);
+        self.cursor.state.close(CLOSED_BY_CLIENT);
+        unregister(&self.cursor.shared, &self.cursor.state);
+        self.cursor.shared.progress_changed.notify_all();
     }
 }
 
-pub(crate) fn unregister(shared: &Shared, state: &Arc<SubState>) {
+fn unregister(shared: &Shared, state: &Arc<SubState>) {
     shared.subscribers.lock().retain(|s| !Arc::ptr_eq(s, state));
 }
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        if self.state.closed.lock().is_none() {
+        if self.cursor.closed().is_none() {
             self.close();
         }
     }

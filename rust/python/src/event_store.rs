@@ -7,7 +7,8 @@ use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
 use pyscheduler_core::pipeline::{EventPipeline, PipelineStats, SubscriptionStatus};
 use pyscheduler_core::record::EventBuilder;
-use pyscheduler_core::{EventFields, Kind, OwnedEvent};
+use pyscheduler_core::{EventFields, Framing, Kind, OwnedEvent, StreamOptions};
+use pyscheduler_core::StreamOutcome as CoreOutcome;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -222,24 +223,35 @@ impl EventStore {
         Ok(Subscription { inner })
     }
 
-    /// Hands `subscription` and the connected socket `fd` (an HTTP/1.1 response whose
-    /// headers are sent) to the stream fan-out thread, which from then on writes the events as
-    /// chunks: rendered once for all streams, sent without blocking, the GIL never taken. The
-    /// caller keeps the socket open until the ticket reports an outcome (the hub writes
-    /// through its own duplicate, so an early close is safe, only wasteful).
-    #[pyo3(signature = (subscription, fd, write_timeout = 5.0))]
-    fn attach_stream(&self, py: Python<'_>, subscription: &Subscription, fd: i32, write_timeout: f64) -> PyResult<StreamTicket> {
+    /// Hands `subscription` and the connected socket `fd` (an HTTP response whose head is
+    /// sent) to the stream writer, which writes the whole body from then on: `first_line`, the
+    /// history (from this call, GIL released: it returns once the stream caught up or ended),
+    /// live events (from the writer's thread) and YuniKorn's closing line; HTTP/1.1 chunks
+    /// when `chunked`, else the bytes as they are. The caller keeps the socket open until the
+    /// ticket reports an outcome (the writer uses its own duplicate).
+    #[pyo3(signature = (subscription, fd, first_line, chunked = true, write_timeout = 5.0))]
+    fn open_stream(
+        &self,
+        py: Python<'_>,
+        subscription: &Subscription,
+        fd: i32,
+        first_line: &[u8],
+        chunked: bool,
+        write_timeout: f64,
+    ) -> PyResult<StreamTicket> {
         let write_timeout = duration(write_timeout)?;
         if fd < 0 {
-            return Err(PyValueError::new_err("attach_stream needs a socket file descriptor"));
+            return Err(PyValueError::new_err("open_stream needs a socket file descriptor"));
         }
-        // SAFETY: the caller's socket is open for this call; the hub duplicates it at once.
+        let framing = if chunked { Framing::Chunked } else { Framing::CloseDelimited };
+        let options = StreamOptions { first_line, framing, write_timeout };
+        // SAFETY: the caller's socket is open for this call; the writer duplicates it at once.
         let socket = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-        let inner = py.detach(|| self.pipeline.attach_stream(&subscription.inner, socket, write_timeout));
+        let inner = py.detach(|| self.pipeline.open_stream(&subscription.inner, socket, options));
         Ok(StreamTicket { inner: inner.map_err(errors::to_py)? })
     }
 
-    /// Asks every attached stream to end at its next chunk boundary ("released").
+    /// Asks every open stream to end at its next chunk boundary, with the closing line.
     fn release_streams(&self, py: Python<'_>) {
         py.detach(|| self.pipeline.release_streams());
     }
@@ -253,6 +265,7 @@ impl EventStore {
             queued,
             subscribers,
             attached_streams,
+            stream_write_timeouts,
             slow_closed,
             delivered,
             interned_strings,
@@ -270,6 +283,7 @@ impl EventStore {
             ("queued", queued),
             ("subscribers", subscribers),
             ("attached_streams", attached_streams),
+            ("stream_write_timeouts", stream_write_timeouts),
             ("slow_closed", slow_closed),
             ("delivered", delivered),
             ("interned_strings", interned_strings),
@@ -316,68 +330,6 @@ impl Subscription {
         })
     }
 
-    /// Writes events straight to a connected socket as HTTP/1.1 chunks (up to `max_events`
-    /// each), with the GIL released: what a stream sends before the fan-out thread takes it over
-    /// (its history). Returns ``(status, events_written)``: "idle" when nothing more came within
-    /// ``timeout`` (0: once everything stored is written), "closed" when the subscription closed
-    /// (see ``closed_reason``), "write_failed" when a write failed (the client is gone),
-    /// "write_timeout" when one chunk was not written
-    /// within ``write_timeout`` seconds. The socket is switched to blocking mode with a send
-    /// timeout while pumping and left non-blocking again when ``restore_nonblocking``; it is
-    /// never closed here.
-    #[pyo3(signature = (fd, max_events = 1000, timeout = 0.0, write_timeout = 5.0, restore_nonblocking = false))]
-    fn pump(
-        &self,
-        py: Python<'_>,
-        fd: i32,
-        max_events: usize,
-        timeout: f64,
-        write_timeout: f64,
-        restore_nonblocking: bool,
-    ) -> PyResult<(&'static str, u64)> {
-        use std::os::fd::FromRawFd;
-        let timeout = duration(timeout)?;
-        let write_timeout = duration(write_timeout)?;
-        if fd < 0 {
-            return Err(PyValueError::new_err("pump needs a socket file descriptor"));
-        }
-        // SAFETY: the fd is a connected socket owned by the caller for the whole call; the
-        // ManuallyDrop keeps this borrowed TcpStream from closing it.
-        let stream = std::mem::ManuallyDrop::new(unsafe { std::net::TcpStream::from_raw_fd(fd) });
-        let result = py.detach(|| {
-            let mut socket: &std::net::TcpStream = &stream;
-            if socket.set_nonblocking(false).is_err() || socket.set_write_timeout(Some(write_timeout)).is_err() {
-                return ("write_failed", 0);
-            }
-            let mut written = 0u64;
-            let mut frame = Vec::new();
-            let status = loop {
-                match self.inner.next(max_events, timeout) {
-                    SubscriptionStatus::Events(bytes, n) => {
-                        frame.clear();
-                        frame.extend_from_slice(format!("{:X}\r\n", bytes.len()).as_bytes());
-                        frame.extend_from_slice(&bytes);
-                        frame.extend_from_slice(b"\r\n");
-                        match write_by(&mut socket, &frame, write_timeout) {
-                            Ok(()) => {}
-                            Err(WriteError::Failed) => break "write_failed",
-                            Err(WriteError::TimedOut) => break "write_timeout",
-                        }
-                        written += n as u64;
-                    }
-                    SubscriptionStatus::Timeout => break "idle",
-                    SubscriptionStatus::Closed(_) => break "closed",
-                }
-            };
-            let _ = socket.set_write_timeout(None);
-            if restore_nonblocking {
-                let _ = socket.set_nonblocking(true);
-            }
-            (status, written)
-        });
-        Ok(result)
-    }
-
     /// The id of the next event this subscription delivers.
     #[getter]
     fn next_id(&self) -> u64 {
@@ -395,7 +347,40 @@ impl Subscription {
     }
 }
 
-/// A stream attached to the fan-out thread (`EventStore.attach_stream`).
+/// How a stream ended (`StreamTicket.wait`, `StreamTicket.outcome`).
+#[pyclass(module = "pyscheduler._native", frozen, eq, eq_int)]
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum StreamOutcome {
+    /// The subscription closed (see `StreamTicket.closed_reason`); the closing line was written.
+    #[pyo3(name = "CLOSED")]
+    Closed,
+    /// Ended on request (`release`, `release_streams`); the closing line was written.
+    #[pyo3(name = "RELEASED")]
+    Released,
+    /// The client hung up.
+    #[pyo3(name = "PEER_CLOSED")]
+    PeerClosed,
+    /// A write failed (the client is gone); the socket was shut down.
+    #[pyo3(name = "WRITE_FAILED")]
+    WriteFailed,
+    /// One chunk was not written within the write timeout; the socket was shut down.
+    #[pyo3(name = "WRITE_TIMEOUT")]
+    WriteTimeout,
+}
+
+impl From<CoreOutcome> for StreamOutcome {
+    fn from(outcome: CoreOutcome) -> Self {
+        match outcome {
+            CoreOutcome::Closed(_) => StreamOutcome::Closed,
+            CoreOutcome::Released => StreamOutcome::Released,
+            CoreOutcome::PeerClosed => StreamOutcome::PeerClosed,
+            CoreOutcome::WriteFailed => StreamOutcome::WriteFailed,
+            CoreOutcome::WriteTimeout => StreamOutcome::WriteTimeout,
+        }
+    }
+}
+
+/// A stream handed to the stream writer (`EventStore.open_stream`).
 #[pyclass(module = "pyscheduler._native", frozen)]
 pub struct StreamTicket {
     inner: pyscheduler_core::StreamTicket,
@@ -403,76 +388,39 @@ pub struct StreamTicket {
 
 #[pymethods]
 impl StreamTicket {
-    /// Waits (GIL released) up to `timeout` seconds for the stream to end. None while it
-    /// runs, else the outcome: "closed" (the subscription closed: see `closed_reason`; the
-    /// events before it were written), "released" (on request), "peer_closed" (the client
-    /// hung up), "write_failed", "write_timeout" (the socket was then shut down). Every
-    /// outcome but the last two leaves the socket at a chunk boundary.
+    /// Waits (GIL released) up to `timeout` seconds for the stream to end: None while it
+    /// runs, else its `StreamOutcome`.
     #[pyo3(signature = (timeout = 1.0))]
-    fn wait(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<&'static str>> {
+    fn wait(&self, py: Python<'_>, timeout: f64) -> PyResult<Option<StreamOutcome>> {
         let timeout = duration(timeout)?;
-        Ok(py.detach(|| self.inner.wait(timeout)).map(|o| o.name()))
+        Ok(py.detach(|| self.inner.wait(timeout)).map(StreamOutcome::from))
     }
 
-    /// Asks the hub to hand the stream back at its next chunk boundary.
+    /// Asks the writer to end the stream at its next chunk boundary, with the closing line.
     fn release(&self, py: Python<'_>) {
         py.detach(|| self.inner.release());
     }
 
     /// The outcome, or None while the stream runs.
     #[getter]
-    fn outcome(&self) -> Option<&'static str> {
-        self.inner.outcome().map(|o| o.name())
+    fn outcome(&self) -> Option<StreamOutcome> {
+        self.inner.outcome().map(StreamOutcome::from)
     }
 
-    /// Why the subscription closed, for the "closed" outcome.
+    /// Why the subscription closed, for `StreamOutcome.CLOSED`.
     #[getter]
     fn closed_reason(&self) -> Option<&'static str> {
         match self.inner.outcome() {
-            Some(pyscheduler_core::StreamOutcome::Closed(reason)) => Some(reason),
+            Some(CoreOutcome::Closed(reason)) => Some(reason),
             _ => None,
         }
     }
 
-    /// Events the hub handed to the socket.
+    /// Events handed to the socket.
     #[getter]
     fn events_written(&self) -> u64 {
         self.inner.events_written()
     }
-}
-
-/// Writes all of `data` within `limit` (one deadline for the whole chunk: a socket send timeout
-/// alone restarts with every partial write, so a trickling client could hold a stream forever).
-fn write_by(socket: &mut &std::net::TcpStream, data: &[u8], limit: Duration) -> Result<(), WriteError> {
-    use std::io::{ErrorKind, Write};
-    let deadline = std::time::Instant::now() + limit;
-    let mut off = 0;
-    while off < data.len() {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        if left.is_zero() {
-            return Err(WriteError::TimedOut);
-        }
-        if socket.set_write_timeout(Some(left)).is_err() {
-            return Err(WriteError::Failed);
-        }
-        match socket.write(&data[off..]) {
-            Ok(0) => return Err(WriteError::Failed),
-            Ok(n) => off += n,
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            // A send timeout shows as EAGAIN: the deadline check above decides.
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {}
-            Err(_) => return Err(WriteError::Failed),
-        }
-    }
-    Ok(())
-}
-
-/// Why a chunk was not written.
-enum WriteError {
-    /// The socket failed: the client is gone.
-    Failed,
-    /// The client did not take it within the write deadline.
-    TimedOut,
 }
 
 /// Largest scratch buffer a thread keeps between calls.

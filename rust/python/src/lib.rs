@@ -16,6 +16,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event_store::EventStore>()?;
     m.add_class::<event_store::Subscription>()?;
     m.add_class::<event_store::StreamTicket>()?;
+    m.add_class::<event_store::StreamOutcome>()?;
     m.add_class::<node_index::NodeIndex>()?;
     errors::register(m)?;
     Ok(())

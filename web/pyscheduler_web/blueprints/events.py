@@ -83,7 +83,7 @@ def stream() -> Response:
     except BaseException:
         registry.release(slot)
         raise
-    # gunicorn's client socket: for noticing an idle client that left, and the write deadline.
+    # gunicorn's client socket: the stream writer writes the body to it.
     sock = request.environ.get("gunicorn.socket")
     first_line = json_body({"InstanceUUID": events.instance_uuid})
 
@@ -91,18 +91,9 @@ def stream() -> Response:
         subscription.close()
         registry.release(slot)
 
-    # gunicorn frames the body in chunks only for HTTP/1.1: only then may Rust write chunks itself.
-    chunked = sock is not None and request.environ.get("SERVER_PROTOCOL") == "HTTP/1.1"
-    body = stream_body(
-        first_line,
-        subscription,
-        release,
-        svc.stopping,
-        sock,
-        web_state().write_deadlines,
-        slot.id,
-        attach=events.attach_stream if chunked else None,
-    )
+    # gunicorn frames the body in chunks for HTTP/1.1 and ends an HTTP/1.0 one by closing.
+    chunked = request.environ.get("SERVER_PROTOCOL") != "HTTP/1.0"
+    body = stream_body(first_line, subscription, release, svc.stopping, sock, events.open_stream, chunked)
     response = Response(StreamBody(body, release), direct_passthrough=True)
     write_headers(response.headers)
     return response

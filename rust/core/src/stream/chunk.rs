@@ -1,11 +1,12 @@
-//! One HTTP/1.1 chunk on its way to a stream's socket.
+//! One chunk on its way to a stream's socket.
 //!
 //! A chunk is a list of parts: its size line, slices of the shared blocks (or a stream's own
-//! rendering) and the closing CRLF. Written parts are dropped as they go out; the shared
+//! rendering) and the closing CRLF (without the framing lines for a close-delimited body). Written parts are dropped as they go out; the shared
 //! blocks are referenced, never copied, so a hundred slow streams holding the same events keep
 //! one copy of them alive, not a hundred.
 
 use super::socket::send;
+use super::Framing;
 use super::window::{Block, Slice};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -34,23 +35,28 @@ pub(super) struct Chunk {
 
 impl Chunk {
     /// A chunk of the events in `slices` of the shared blocks.
-    pub(super) fn of_slices(slices: &[Slice]) -> Chunk {
+    pub(super) fn of_slices(slices: &[Slice], framing: Framing) -> Chunk {
         let size = slices.iter().map(|(_, from, to)| to - from).sum();
         let body = slices.iter().map(|(block, from, to)| Part::Shared(Arc::clone(block), *from, *to));
-        Chunk::framed(size, body)
+        Chunk::framed(size, body, framing)
     }
 
     /// A chunk of `body`, rendered for one stream.
-    pub(super) fn of_bytes(body: Vec<u8>) -> Chunk {
+    pub(super) fn of_bytes(body: Vec<u8>, framing: Framing) -> Chunk {
         let size = body.len();
-        Chunk::framed(size, std::iter::once(Part::Owned(body)))
+        Chunk::framed(size, std::iter::once(Part::Owned(body)), framing)
     }
 
-    fn framed(size: usize, body: impl Iterator<Item = Part>) -> Chunk {
+    fn framed(size: usize, body: impl Iterator<Item = Part>, framing: Framing) -> Chunk {
         let mut parts = VecDeque::new();
-        parts.push_back(Part::Owned(format!("{size:X}\r\n").into_bytes()));
-        parts.extend(body);
-        parts.push_back(Part::Owned(b"\r\n".to_vec()));
+        match framing {
+            Framing::Chunked => {
+                parts.push_back(Part::Owned(format!("{size:X}\r\n").into_bytes()));
+                parts.extend(body);
+                parts.push_back(Part::Owned(b"\r\n".to_vec()));
+            }
+            Framing::CloseDelimited => parts.extend(body),
+        }
         Chunk { parts, written: 0 }
     }
 
@@ -95,7 +101,7 @@ mod tests {
         let mut client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
         let (server, _) = listener.accept().unwrap();
         let block = Arc::new(Block::for_test(7, b"{\"a\":1}\n{\"b\":2}\n".to_vec()));
-        let mut chunk = Chunk::of_slices(&[(Arc::clone(&block), 8, 16), (block, 0, 8)]);
+        let mut chunk = Chunk::of_slices(&[(Arc::clone(&block), 8, 16), (block, 0, 8)], Framing::Chunked);
         assert!(!chunk.is_done());
         chunk.write_to(server.as_raw_fd()).unwrap();
         assert!(chunk.is_done());
@@ -113,7 +119,7 @@ mod tests {
         let line = b"{\"event\":\"0123456789abcdef0123456789abcdef\"}\n";
         let body: Vec<u8> = line.iter().copied().cycle().take(line.len() * 400_000).collect();
         let block = Arc::new(Block::for_test(0, body.clone()));
-        let mut chunk = Chunk::of_slices(&[(block, 0, body.len())]);
+        let mut chunk = Chunk::of_slices(&[(block, 0, body.len())], Framing::Chunked);
         client.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
         let reader = std::thread::spawn(move || {
             let mut client = client;

@@ -62,7 +62,7 @@ impl Window {
     /// Renders what was stored up to `head`. An empty window starts at `from` (the lowest
     /// cursor that should be served from it).
     pub(super) fn extend(&mut self, shared: &Shared, from: u64, head: u64) {
-        let store = shared.store.read();
+        let store = shared.store();
         let floor = head.saturating_sub(WINDOW_EVENTS).max(store.lowest_id());
         let mut next = self.end().unwrap_or(from);
         if next < floor {

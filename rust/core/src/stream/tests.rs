@@ -1,11 +1,20 @@
-//! The fan-out over real loopback sockets.
+//! The stream writer over real loopback sockets.
 
+use super::hub::wake;
 use super::*;
-use crate::pipeline::{EventPipeline, CLOSED_SLOW, CLOSED_STOPPED};
+use crate::pipeline::{EventPipeline, Subscription, CLOSED_SLOW, CLOSED_STOPPED};
+use std::sync::atomic::AtomicBool;
 use crate::record::{EventFields, Kind, OwnedEvent};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsFd;
+use std::thread;
+
+const FIRST_LINE: &[u8] = b"{\"InstanceUUID\":\"test\"}\n";
+
+fn options(write_timeout: Duration) -> StreamOptions<'static> {
+    StreamOptions { first_line: FIRST_LINE, framing: Framing::Chunked, write_timeout }
+}
 
 fn ev(i: i64) -> OwnedEvent {
     let fields = EventFields { kind: Kind::new(2, 1, 204).unwrap(), timestamp_ns: i, object: "app-1", reference: "", message: "" };
@@ -34,12 +43,14 @@ struct Reader {
     body: Vec<u8>,
     stamps: Vec<i64>,
     chunks: usize,
+    /// Lines that are not events: the first line and the closing line.
+    others: Vec<String>,
 }
 
 impl Reader {
     fn new(sock: TcpStream) -> Reader {
         sock.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
-        Reader { sock, buf: Vec::new(), body: Vec::new(), stamps: Vec::new(), chunks: 0 }
+        Reader { sock, buf: Vec::new(), body: Vec::new(), stamps: Vec::new(), chunks: 0, others: Vec::new() }
     }
 
     /// Reads until `events` lines arrived or `limit` passed.
@@ -72,6 +83,10 @@ impl Reader {
             let (complete, rest) = text.rsplit_once('\n').map(|(a, b)| (a.to_string(), b.to_string())).unwrap_or_default();
             assert!(rest.is_empty(), "a chunk ends at a line end");
             for line in complete.lines() {
+                if line.contains("InstanceUUID") || line.contains("status_code") {
+                    self.others.push(line.to_string());
+                    continue;
+                }
                 // A zero timestamp is left out of the record (omitempty).
                 let stamp = line.find("\"timestampNano\":").map_or(0, |at| {
                     line[at + 16..].split([',', '}']).next().unwrap().parse().unwrap()
@@ -82,12 +97,19 @@ impl Reader {
     }
 }
 
-/// A live subscription with `capacity` attached over a fresh loopback connection:
+/// The closing line's description, once it arrived.
+fn closing_description(reader: &Reader) -> Option<String> {
+    let last = reader.others.last()?;
+    let at = last.find("\"description\":\"")? + 15;
+    Some(last[at..last.len() - 2].to_string())
+}
+
+/// A live subscription with `capacity` opened over a fresh loopback connection:
 /// (ticket, subscription, server side, client side).
 fn attached(p: &EventPipeline, capacity: u64, write_timeout: Duration) -> (StreamTicket, Subscription, TcpStream, TcpStream) {
     let (server, client) = connection();
     let sub = p.subscribe_recent(0, capacity).unwrap();
-    let ticket = p.attach_stream(&sub, server.as_fd(), write_timeout).unwrap();
+    let ticket = p.open_stream(&sub, server.as_fd(), options(write_timeout)).unwrap();
     (ticket, sub, server, client)
 }
 
@@ -104,7 +126,7 @@ fn attached_streams_get_every_event_in_order_in_few_chunks() {
     for _ in 0..5 {
         let (server, client) = connection();
         let sub = p.subscribe_recent(10, 100_000).unwrap();
-        tickets.push((p.attach_stream(&sub, server.as_fd(), Duration::from_secs(5)).unwrap(), sub, server));
+        tickets.push((p.open_stream(&sub, server.as_fd(), options(Duration::from_secs(5))).unwrap(), sub, server));
         readers.push(Reader::new(client));
     }
     assert_eq!(p.attached_streams(), 5);
@@ -127,7 +149,7 @@ fn attached_streams_get_every_event_in_order_in_few_chunks() {
 }
 
 #[test]
-fn release_hands_the_socket_back_at_a_chunk_boundary() {
+fn release_ends_with_the_closing_line_at_a_chunk_boundary() {
     let p = EventPipeline::new(10_000, 10_000);
     let (ticket, _sub, server, client) = attached(&p, 10_000, Duration::from_secs(5));
     add(&p, 0..500);
@@ -135,12 +157,76 @@ fn release_hands_the_socket_back_at_a_chunk_boundary() {
     assert_eq!(reader.read_until(500, Duration::from_secs(5)), 500);
     ticket.release();
     assert_eq!(outcome(&ticket, Duration::from_secs(5)), StreamOutcome::Released);
-    // The owner writes after the hub: the framing stays one chunk sequence.
+    // The owner writes after the writer: the framing stays one chunk sequence.
     (&server).write_all(b"14\r\n{\"timestampNano\":1}\n\r\n").unwrap();
     add(&p, 500..600);
     assert_eq!(reader.read_until(501, Duration::from_secs(2)), 501);
     assert_eq!(reader.stamps.last(), Some(&1), "nothing was written after the release");
+    assert_eq!(reader.others.first().map(String::as_bytes), Some(&FIRST_LINE[..FIRST_LINE.len() - 1]));
+    assert_eq!(closing_description(&reader).as_deref(), Some(RELEASED_DESCRIPTION));
     assert_eq!(p.attached_streams(), 0);
+}
+
+#[test]
+fn open_writes_the_first_line_and_the_history_before_it_returns() {
+    let p = EventPipeline::new(100_000, 100_000);
+    add(&p, 0..50_000);
+    let (server, client) = connection();
+    let sub = p.subscribe_recent(30_000, 100_000).unwrap();
+    // The reader runs alongside: the history is more than the socket buffers hold.
+    let reader = thread::spawn(move || {
+        let mut reader = Reader::new(client);
+        reader.read_until(30_000, Duration::from_secs(20));
+        reader
+    });
+    let ticket = p.open_stream(&sub, server.as_fd(), options(Duration::from_secs(5))).unwrap();
+    assert_eq!(ticket.events_written(), 30_000, "open returns once the history is written");
+    assert_eq!(ticket.outcome(), None);
+    let reader = reader.join().unwrap();
+    assert_eq!(reader.stamps, (20_000..50_000).collect::<Vec<i64>>());
+    assert_eq!(reader.others.len(), 1, "the first line, once");
+}
+
+#[test]
+fn a_history_the_client_does_not_read_ends_at_the_write_deadline_in_open() {
+    let p = EventPipeline::new(200_000, 200_000);
+    add(&p, 0..200_000);
+    let (server, mut client) = connection();
+    let sub = p.subscribe_recent(200_000, 1_000_000).unwrap();
+    let started = Instant::now();
+    let ticket = p.open_stream(&sub, server.as_fd(), options(Duration::from_millis(300))).unwrap();
+    assert_eq!(ticket.outcome(), Some(StreamOutcome::WriteTimeout));
+    assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+    assert_eq!(p.stats().stream_write_timeouts, 1);
+    assert_eq!(p.attached_streams(), 0);
+    client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut sink = Vec::new();
+    assert!(client.read_to_end(&mut sink).is_ok(), "the socket was shut down");
+}
+
+#[test]
+fn a_close_delimited_body_has_no_chunk_framing() {
+    let p = EventPipeline::new(1_000, 1_000);
+    add(&p, 1..4);
+    let (server, mut client) = connection();
+    let sub = p.subscribe_recent(3, 1_000).unwrap();
+    let opts = StreamOptions { first_line: FIRST_LINE, framing: Framing::CloseDelimited, write_timeout: Duration::from_secs(5) };
+    let ticket = p.open_stream(&sub, server.as_fd(), opts).unwrap();
+    ticket.release();
+    assert_eq!(outcome(&ticket, Duration::from_secs(5)), StreamOutcome::Released);
+    drop(ticket);
+    drop(server);
+    client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let mut body = String::new();
+    client.read_to_string(&mut body).unwrap();
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines.len(), 5, "{body}");
+    assert_eq!(lines[0].as_bytes(), &FIRST_LINE[..FIRST_LINE.len() - 1]);
+    assert!(lines[1].contains("\"timestampNano\":1,"), "{}", lines[1]);
+    assert_eq!(
+        lines[4],
+        format!("{{\"status_code\":200,\"message\":\"{CLOSED_BY_PRODUCER}\",\"description\":\"{RELEASED_DESCRIPTION}\"}}")
+    );
 }
 
 #[test]
@@ -150,8 +236,8 @@ fn a_client_that_stops_reading_is_cut_and_the_others_continue() {
     let (fast_server, fast_client) = connection();
     let slow_sub = p.subscribe_recent(0, 2_000).unwrap();
     let fast_sub = p.subscribe_recent(0, 200_000).unwrap();
-    let slow = p.attach_stream(&slow_sub, slow_server.as_fd(), Duration::from_secs(30)).unwrap();
-    let fast = p.attach_stream(&fast_sub, fast_server.as_fd(), Duration::from_secs(30)).unwrap();
+    let slow = p.open_stream(&slow_sub, slow_server.as_fd(), options(Duration::from_secs(30))).unwrap();
+    let fast = p.open_stream(&fast_sub, fast_server.as_fd(), options(Duration::from_secs(30))).unwrap();
     let mut reader = Reader::new(fast_client);
     // Far more than the socket buffers hold.
     let mut sent = 0i64;
@@ -161,6 +247,7 @@ fn a_client_that_stops_reading_is_cut_and_the_others_continue() {
         reader.read_until(sent as usize, Duration::from_secs(10));
     }
     assert_eq!(outcome(&slow, Duration::from_secs(5)), StreamOutcome::Closed(CLOSED_SLOW));
+    assert_eq!(p.stats().stream_write_timeouts, 0);
     assert_eq!(reader.read_until(sent as usize, Duration::from_secs(10)), sent as usize);
     assert_eq!(fast.outcome(), None);
 }
@@ -170,7 +257,7 @@ fn a_chunk_not_written_within_the_write_timeout_ends_the_stream() {
     let p = EventPipeline::new(200_000, 200_000);
     let (server, mut client) = connection();
     let sub = p.subscribe_recent(0, 1_000_000).unwrap();
-    let ticket = p.attach_stream(&sub, server.as_fd(), Duration::from_millis(300)).unwrap();
+    let ticket = p.open_stream(&sub, server.as_fd(), options(Duration::from_millis(300))).unwrap();
     let mut sent = 0i64;
     while ticket.outcome().is_none() && sent < 190_000 {
         add(&p, sent..sent + 10_000);
@@ -178,6 +265,7 @@ fn a_chunk_not_written_within_the_write_timeout_ends_the_stream() {
         thread::sleep(Duration::from_millis(30));
     }
     assert_eq!(outcome(&ticket, Duration::from_secs(5)), StreamOutcome::WriteTimeout);
+    assert_eq!(p.stats().stream_write_timeouts, 1);
     // The socket was shut down: the client reaches its end.
     client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut sink = Vec::new();
@@ -204,24 +292,30 @@ fn stop_delivers_what_was_stored_then_closes() {
     let mut reader = Reader::new(client);
     assert_eq!(reader.read_until(30_000, Duration::from_secs(10)), 30_000);
     assert_eq!(outcome(&ticket, Duration::from_secs(5)), StreamOutcome::Closed(CLOSED_STOPPED));
-    assert_eq!(p.attach_stream(&sub, server.as_fd(), Duration::from_secs(1)).err(), Some(CoreError::Stopped));
+    reader.read_until(30_001, Duration::from_millis(500));
+    assert_eq!(closing_description(&reader).as_deref(), Some(CLOSED_STOPPED));
+    assert_eq!(p.open_stream(&sub, server.as_fd(), options(Duration::from_secs(1))).err(), Some(CoreError::Stopped));
 }
 
 #[test]
-fn a_stream_resumed_behind_the_shared_blocks_catches_up_without_a_gap() {
+fn a_live_stream_left_behind_the_shared_blocks_catches_up_without_a_gap() {
     let p = EventPipeline::new(200_000, 200_000);
-    add(&p, 0..150_000);
-    let (_live, _live_sub, _live_server, live_client) = attached(&p, 200_000, Duration::from_secs(5));
-    let (server, client) = connection();
-    let sub = p.subscribe_from(1_000, 200_000).unwrap();
-    let ticket = p.attach_stream(&sub, server.as_fd(), Duration::from_secs(5)).unwrap();
-    add(&p, 150_000..160_000);
-    let mut reader = Reader::new(client);
-    assert_eq!(reader.read_until(159_000, Duration::from_secs(20)), 159_000);
-    assert_eq!(reader.stamps, (1_000..160_000).collect::<Vec<i64>>());
+    add(&p, 0..1_000);
+    // Both caught up at once; the slow one then stops reading while 150,000 events come, so
+    // it falls behind what the writer keeps rendered and is served its own rendering.
+    let (_live, _live_sub, _live_server, live_client) = attached(&p, 200_000, Duration::from_secs(30));
+    let (ticket, _sub, _server, client) = attached(&p, 200_000, Duration::from_secs(30));
     let mut live = Reader::new(live_client);
-    assert_eq!(live.read_until(10_000, Duration::from_secs(10)), 10_000);
-    assert_eq!(live.stamps, (150_000..160_000).collect::<Vec<i64>>());
+    let mut sent = 1_000i64;
+    while sent < 151_000 {
+        add(&p, sent..sent + 10_000);
+        sent += 10_000;
+        live.read_until((sent - 1_000) as usize, Duration::from_secs(10));
+    }
+    assert_eq!(live.stamps, (1_000..151_000).collect::<Vec<i64>>());
+    let mut reader = Reader::new(client);
+    assert_eq!(reader.read_until(150_000, Duration::from_secs(20)), 150_000);
+    assert_eq!(reader.stamps, (1_000..151_000).collect::<Vec<i64>>());
     assert_eq!(ticket.outcome(), None);
 }
 
@@ -272,7 +366,7 @@ fn hammer_attach_read_and_end_concurrently() {
                 for _ in 0..12 {
                     let (server, client) = connection();
                     let sub = p.subscribe_recent(0, 1_000_000).unwrap();
-                    let ticket = p.attach_stream(&sub, server.as_fd(), Duration::from_secs(5)).unwrap();
+                    let ticket = p.open_stream(&sub, server.as_fd(), options(Duration::from_secs(5))).unwrap();
                     drop(server); // the hub holds its own duplicate
                     let mut reader = Reader::new(client);
                     let want = 100 + roll(3_000) as usize;
@@ -316,11 +410,11 @@ fn attach_refuses_a_closed_subscription_and_dropping_the_ticket_releases() {
     let (server, _client) = connection();
     let sub = p.subscribe_recent(0, 1_000).unwrap();
     sub.close();
-    assert!(matches!(p.attach_stream(&sub, server.as_fd(), Duration::from_secs(1)), Err(CoreError::StreamAttach(_))));
+    assert!(matches!(p.open_stream(&sub, server.as_fd(), options(Duration::from_secs(1))), Err(CoreError::StreamAttach(_))));
     let other = EventPipeline::new(1_000, 1_000);
     let sub = p.subscribe_recent(0, 1_000).unwrap();
-    assert!(matches!(other.attach_stream(&sub, server.as_fd(), Duration::from_secs(1)), Err(CoreError::StreamAttach(_))));
-    let ticket = p.attach_stream(&sub, server.as_fd(), Duration::from_secs(1)).unwrap();
+    assert!(matches!(other.open_stream(&sub, server.as_fd(), options(Duration::from_secs(1))), Err(CoreError::StreamAttach(_))));
+    let ticket = p.open_stream(&sub, server.as_fd(), options(Duration::from_secs(1))).unwrap();
     drop(ticket);
     let deadline = Instant::now() + Duration::from_secs(5);
     while p.attached_streams() > 0 && Instant::now() < deadline {

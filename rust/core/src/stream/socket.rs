@@ -1,7 +1,9 @@
-//! The system calls of the fan-out: non-blocking `sendmsg`, the hang-up `poll`, `shutdown`.
+//! The system calls of the stream writer: non-blocking `sendmsg`, the writability and hang-up
+//! `poll`s, `shutdown`.
 
 use super::conn::Conn;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::time::Instant;
 
 /// `sendmsg` of `parts` without blocking; the bytes written (0 when the socket is full).
 pub(super) fn send(fd: RawFd, parts: &[&[u8]]) -> Result<usize, ()> {
@@ -58,6 +60,18 @@ pub(super) fn hung_up(conns: &[Conn]) -> Vec<bool> {
         return vec![false; conns.len()];
     }
     fds.iter().map(|p| p.revents & HANGUP != 0).collect()
+}
+
+/// Waits until the socket takes more bytes (or fails, or hangs up), or until `until`.
+pub(super) fn wait_writable(fd: &OwnedFd, until: Instant) {
+    let left = until.saturating_duration_since(Instant::now());
+    // Rounded up, so a wait never ends just before the deadline it waits for.
+    let ms = left.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+    let mut pfd = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLOUT, revents: 0 };
+    // SAFETY: one valid pollfd for the duration of the call. EINTR just ends this wait early.
+    unsafe {
+        libc::poll(&mut pfd, 1, ms);
+    }
 }
 
 pub(super) fn shutdown(fd: &OwnedFd) {
