@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import socket
+import time
 
 import pytest
 from web_helpers import Server
@@ -109,3 +110,23 @@ def test_a_500_says_internal_error_and_an_id_that_the_log_has(caplog: pytest.Log
     assert "secret" not in response.get_data(as_text=True) and "KeyError" not in response.get_data(as_text=True)
     error_id = body["message"].removeprefix("internal error (id ").removesuffix(")")
     assert any(error_id in record.getMessage() and record.exc_info for record in caplog.records)
+
+
+def test_a_chunked_body_with_trailers_is_served_at_once(server: Server) -> None:
+    """The body ends after the trailer section: served without waiting for the body deadline
+    (30 s) or the client's close (chunk data that looks like a last chunk: test_chunked_scan)."""
+    good = b"partitions:\n  - name: default\n    queues:\n      - name: root\n"
+    body = b"".join(b"%x;ext=1\r\n%s\r\n" % (len(c), c) for c in [good[:20], good[20:]]) + b"0\r\nX-Checksum: 1\r\n\r\n"
+    head = f"POST {VALIDATE} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+        began = time.monotonic()
+        sock.sendall(head.encode() + body)  # and the socket stays open
+        data = b""
+        while b"\r\n0\r\n\r\n" not in data and b'"allowed"' not in data:
+            part = sock.recv(1 << 16)
+            assert part, data
+            data += part
+        elapsed = time.monotonic() - began
+    assert data.startswith(b"HTTP/1.1 200"), data[:200]
+    assert b'"allowed":true' in data
+    assert elapsed < 5.0, elapsed

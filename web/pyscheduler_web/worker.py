@@ -14,7 +14,7 @@ arbiter. :class:`ServingWorker` (a subclass, gunicorn's documented way) changes 
 - **Deadlines.** The head must arrive within :data:`HEADER_TIMEOUT` (10 s, Go's
   ``ReadHeaderTimeout`` in YuniKorn) of the connection's start or of the previous response,
   and a body (gathered in the main loop as well, up to 16 MiB: by its Content-Length, or to the
-  last chunk of a chunked one) within :data:`BODY_TIMEOUT` of the head; otherwise the
+  end of a chunked one's trailer section, :mod:`pyscheduler_web.chunked_scan`) within :data:`BODY_TIMEOUT` of the head; otherwise the
   connection is closed. A body cut short is handed over at once (and answered 400). Writes in
   a pool thread time out after :data:`IO_TIMEOUT` without progress.
 - **Limits.** A head over :data:`MAX_HEADER_BYTES` (1 MiB, Go's ``DefaultMaxHeaderBytes``) gets
@@ -48,6 +48,8 @@ from typing import Any, Final
 from gunicorn import util
 from gunicorn.workers.gthread import _DEFER, TConn, ThreadWorker
 
+from pyscheduler_web.chunked_scan import ChunkedBodyScanner
+
 __all__ = ["HEADER_TIMEOUT", "IO_TIMEOUT", "MAX_HEADER_BYTES", "ServingWorker"]
 
 
@@ -77,8 +79,6 @@ LINGER: Final = 2.0
 MAX_DRAIN: Final = 2 * MAX_BODY_BYTES
 
 _HEAD_END: Final = b"\r\n\r\n"
-_LAST_CHUNK: Final = b"0\r\n\r\n"
-_END_CHUNKED: Final = b"\r\n0\r\n\r\n"
 _READ: Final = 65536
 
 
@@ -136,9 +136,10 @@ class HeadConn(TConn):  # type: ignore[misc]  # gunicorn is untyped
         self.head = bytearray()
         self.head_deadline = time.monotonic() + HEADER_TIMEOUT
         #: Once the head is in: where the body starts, and how the end of the body is known
-        #: (its length, or None for a chunked body, which ends with its last chunk).
+        #: (its length, or for a chunked body a scanner of its framing).
         self.body_start: int | None = None
         self.body_length: int | None = None
+        self.chunks: ChunkedBodyScanner | None = None
 
     def start_head(self) -> None:
         """Waits for the next request head (a new connection, or one kept alive)."""
@@ -146,6 +147,7 @@ class HeadConn(TConn):  # type: ignore[misc]  # gunicorn is untyped
         self.head_deadline = time.monotonic() + HEADER_TIMEOUT
         self.body_start = None
         self.body_length = None
+        self.chunks = None
 
     def init(self) -> None:
         fresh = self.parser is None
@@ -254,14 +256,13 @@ class ServingWorker(ThreadWorker):  # type: ignore[misc]  # gunicorn is untyped
                 return
             conn.body_start = end + len(_HEAD_END)
             conn.body_length = framing if isinstance(framing, int) else None
+            conn.chunks = None if conn.body_length is not None else ChunkedBodyScanner(conn.body_start)
             conn.head_deadline = time.monotonic() + BODY_TIMEOUT  # the body has its own deadline
         body = len(conn.head) - conn.body_start
         if conn.body_length is not None:
             complete = body >= conn.body_length
-        else:  # chunked: it ends with the last chunk (no trailers: they are not waited for)
-            complete = conn.head.startswith(_LAST_CHUNK, conn.body_start) or conn.head.find(
-                _END_CHUNKED, max(conn.body_start, len(conn.head) - len(data) - len(_END_CHUNKED))
-            ) >= 0
+        else:  # chunked: it ends after the last chunk and the trailer section
+            complete = conn.chunks is not None and conn.chunks.scan(conn.head)
         if complete:
             self._hand_over(conn)
         elif body > MAX_BODY_BYTES + 64 * 1024:  # the chunk framing's own bytes allowed for
