@@ -98,7 +98,7 @@ FAMILIES: dict[str, Family] = {
         ),
         Family(
             "hostile-clients",
-            "health checks and scheduling while misbehaving clients hold 900 sockets (served)",
+            "health checks and scheduling while misbehaving clients hold 1,000 sockets, 10 rounds per kind (served)",
             _run_hostile_clients,
         ),
     )
@@ -192,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--pollers", type=_positive, help="rest-polling: clients polling nodes and active applications (default 4)"
     )
     rest_group.add_argument(
-        "--sockets", type=_positive, help="hostile-clients: misbehaving connections per kind (default 900; --quick: 150)"
+        "--sockets", type=_positive, help="hostile-clients: misbehaving connections per kind (default 1,000; --quick: 150)"
     )
     return parser
 
