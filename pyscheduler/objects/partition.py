@@ -29,6 +29,7 @@ from pyscheduler.objects.reservation import Reservations
 from pyscheduler.objects.ugm import UserGroupManager
 from pyscheduler.policies.node_ordering import NodeOrdering, make_node_ordering
 from pyscheduler.policies.placement import PlacementManager, PlacementRejected
+from pyscheduler.policies.role_history import RoleHistories, RoleHistory, history_key_of, role_of
 
 __all__ = ["Partition", "PartitionError", "Released", "TERMINATION_DETAIL"]
 
@@ -56,6 +57,7 @@ TERMINATION_DETAIL: dict[int, EventChangeDetail] = {
     4: EventChangeDetail.ALLOC_REPLACED,
 }
 STOPPED_BY_RM = 1
+PREEMPTED_BY_SCHEDULER = 3
 
 
 @dataclass
@@ -126,6 +128,8 @@ class Partition:
         self.foreign: dict[str, tuple[str, Resource]] = {}
         #: Called after a node or allocation change (the scheduler's wake-up, the node index).
         self.on_change: Callable[[], None] = lambda: None
+        #: Where role instances ran, by history key (pyscheduler.policies.role_history).
+        self.role_histories = RoleHistories()
 
     # -- queues ---------------------------------------------------------------------------------
 
@@ -183,6 +187,7 @@ class Partition:
             self.nodes[node_id] = node
             self._set_total(self.total + node.total)
             self.events.node.added(node_id, node.total)
+            self.role_histories.node_state(node_id, schedulable)
         self.on_change()
         return node
 
@@ -211,6 +216,7 @@ class Partition:
     def set_node_schedulable(self, node_id: str, schedulable: bool) -> None:
         with self.lock:
             self._node(node_id).set_schedulable(schedulable)
+            self.role_histories.node_state(node_id, schedulable)
         self.on_change()
 
     def remove_node(self, node_id: str) -> list[Released]:
@@ -224,9 +230,11 @@ class Partition:
                 app = self.applications.get(alloc.application_id)
                 if app is not None:
                     app.remove_allocation(alloc.allocation_key, EventChangeDetail.ALLOC_NODEREMOVED, self._usage_removed(app))
+                    self._role_stopped(app, alloc, failed=True)
                 node.remove_allocation(alloc.allocation_key)
                 released.append(Released(alloc.application_id, alloc.allocation_key, STOPPED_BY_RM, "node removed"))
             del self.nodes[node_id]
+            self.role_histories.node_state(node_id, False)
             self.node_ordering.remove(node_id)
             self._set_total(self.total - node.total)
             self.events.node.removed(node_id)
@@ -321,6 +329,7 @@ class Partition:
             released = self._release_all(app, STOPPED_BY_RM, "application removed")
             for ask in app.sorted_asks():
                 app.remove_ask(ask.allocation_key, EventChangeDetail.REQUEST_CANCEL)
+                self._role_ask_removed(app, ask)
             if app.queue is not None:
                 app.queue.remove_application(app)
                 # A removed app never reaches Completed (no one ticks it any more): if it still
@@ -367,11 +376,13 @@ class Partition:
                 self.unreserve(alloc.allocation_key)
                 node.add_allocation(pending)
                 app.allocate(pending, node.node_id, self._usage_added(app), node.instance_type)
+                self._role_landed(app, pending, node.node_id)
                 self.allocation_count += 1
                 return "bound"
             alloc.place(node.node_id, self.clock.now_ns(), node.instance_type)
             node.add_allocation(alloc)
             app.recover_allocation(alloc, self._usage_added(app))
+            self._role_landed(app, alloc, node.node_id)
             self.allocation_count += 1
         self.on_change()
         return "recovered"
@@ -415,40 +426,70 @@ class Partition:
             self.unreserve(ask.allocation_key)
             node.add_allocation(ask)
             app.allocate(ask, node.node_id, self._usage_added(app), node.instance_type)
+            self._role_landed(app, ask, node.node_id)
             self.allocation_count += 1
             # Told to the RM through the outbox, in order with the releases that may follow.
             self.outbox.allocated.append(ask)
         self.on_change()
 
-    def release(self, app_id: str, allocation_key: str, termination_type: int, message: str = "") -> list[Released]:
-        """Releases one allocation or ask by key, or all of the app's allocations (empty key)."""
+    def release(self, app_id: str, allocation_key: str, termination_type: int, message: str = "", *,
+                failed: bool = False) -> list[Released]:
+        """Releases one allocation or ask by key, or all of the app's allocations (empty key).
+        ``failed``: the RM says the instances failed (role history counts it against the node)."""
         with self.lock:
             app = self._app(app_id)
             if not allocation_key:
-                released = self._release_all(app, termination_type, message)
+                released = self._release_all(app, termination_type, message, failed)
             elif allocation_key in app.allocations:
-                released = [self._release_one(app, allocation_key, termination_type, message)]
+                released = [self._release_one(app, allocation_key, termination_type, message, failed)]
             elif allocation_key in app.asks:
                 self.unreserve(allocation_key)
-                app.remove_ask(allocation_key)
+                ask = app.remove_ask(allocation_key)
+                if ask is not None:
+                    self._role_ask_removed(app, ask)
                 released = []
             else:
                 raise PartitionError(f"application {app_id} has no allocation {allocation_key}")
         self.on_change()
         return released
 
-    def _release_all(self, app: Application, termination_type: int, message: str) -> list[Released]:
+    def _release_all(self, app: Application, termination_type: int, message: str, failed: bool = False) -> list[Released]:
         keys = sorted(app.allocations)
-        return [self._release_one(app, key, termination_type, message) for key in keys]
+        return [self._release_one(app, key, termination_type, message, failed) for key in keys]
 
-    def _release_one(self, app: Application, key: str, termination_type: int, message: str) -> Released:
+    def _release_one(self, app: Application, key: str, termination_type: int, message: str,
+                     failed: bool = False) -> Released:
         detail = TERMINATION_DETAIL.get(termination_type, EventChangeDetail.ALLOC_CANCEL)
         alloc = app.remove_allocation(key, detail, self._usage_removed(app))
         assert alloc is not None
+        self._role_stopped(app, alloc, failed=failed, preempted=termination_type == PREEMPTED_BY_SCHEDULER)
         node = self.nodes.get(alloc.node_id)
         if node is not None:
             node.remove_allocation(key)
         return Released(app.app_id, key, termination_type, message)
+
+    # -- role history ---------------------------------------------------------------------------------
+
+    def _role_history(self, app: Application, alloc: Allocation) -> tuple[RoleHistory, str] | None:
+        role = role_of(alloc.tags, alloc.task_group_name)
+        if not role:
+            return None
+        return self.role_histories.get_or_create(history_key_of(app.app_id, app.tags)), role
+
+    def _role_landed(self, app: Application, alloc: Allocation, node_id: str) -> None:
+        found = self._role_history(app, alloc)
+        if found is not None and found[0].allocated(alloc.allocation_key, found[1], node_id):
+            self.role_histories.history_placements += 1
+
+    def _role_stopped(self, app: Application, alloc: Allocation, *, failed: bool, preempted: bool = False) -> None:
+        found = self._role_history(app, alloc)
+        if found is not None and alloc.node_id:
+            found[0].released(found[1], alloc.node_id, self.clock.now_ns(), failed=failed, preempted=preempted)
+
+    def _role_ask_removed(self, app: Application, ask: Allocation) -> None:
+        found = self._role_history(app, ask)
+        if found is not None:
+            found[0].ask_removed(ask.allocation_key)
 
     def _usage_added(self, app: Application) -> Callable[[Allocation], None]:
         queue_path = app.queue.path if app.queue else ""

@@ -443,7 +443,8 @@ class ClusterContext:
             partition.release_foreign(release.allocation_key)
             return
         released = partition.release(
-            release.application_id, release.allocation_key, int(release.termination_type), release.message
+            release.application_id, release.allocation_key, int(release.termination_type), release.message,
+            failed=release.failed,
         )
         # YuniKorn answers an RM release with exactly the allocations it removed (STOPPED_BY_RM),
         # except when the RM only confirms a release the core started (TIMEOUT, PREEMPTED):

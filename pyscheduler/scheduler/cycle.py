@@ -35,6 +35,7 @@ from pyscheduler.objects.node import Node
 from pyscheduler.objects.partition import Partition
 from pyscheduler.objects.queue import ObjectState, Queue
 from pyscheduler.policies.node_ordering import Cursor
+from pyscheduler.policies.role_history import Placement, history_key_of, role_of, role_settings
 from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
 from pyscheduler.si.callback import check_predicates
 from pyscheduler.si.messages import PredicatesArgs
@@ -51,6 +52,9 @@ RESERVATION_CANDIDATE_BATCH = 16
 #: Seconds between two "predicates failed" request events of one ask (YuniKorn: 15 s, burst 1).
 PREDICATES_EVENT_INTERVAL = 15.0
 QUEUE_QUOTA = "Not enough queue quota"
+#: Allocation log entries of role history: waiting for the history node, leaving it.
+HISTORY_WAIT_PREFIX = "Waiting for its history node "
+HISTORY_TIMEOUT = "Left its history node after the placement timeout"
 USER_QUOTA = "Not enough user quota"
 
 
@@ -183,16 +187,52 @@ class SchedulingCycle:
             if ask.required_node:
                 decision = self._try_required_node(partition, app, ask)
             else:
-                decision = self._try_nodes(partition, app, ask, now)
+                placement = self._history_placement(partition, queue, app, ask)
+                if placement is not None and placement.node_id is not None:
+                    decision = self._try_history_node(partition, app, ask, placement.node_id, now)
+                    if decision is not None:
+                        return decision
+                    continue  # it waits for its history node
+                avoid = placement.avoid if placement is not None else frozenset()
+                decision = self._try_nodes(partition, app, ask, now, avoid)
             if decision is not None:
                 return decision
         return None
 
+    # -- role history --------------------------------------------------------------------------------
+
+    def _history_placement(self, partition: Partition, queue: Queue, app: Application, ask: Allocation) -> Placement | None:
+        """The ask's history node (pyscheduler.policies.role_history), for an ask with a role."""
+        role = role_of(ask.tags, ask.task_group_name)
+        if not role:
+            return None
+        history = partition.role_histories.get_or_create(history_key_of(app.app_id, app.tags))
+        settings = role_settings(role, app.tags, queue.properties)
+        escalated_before = history.escalations
+        placement = history.choose(
+            ask.allocation_key, role, settings, self.context.clock.monotonic(),
+            lambda node_id: (node := partition.nodes.get(node_id)) is not None and node.schedulable,
+        )
+        if history.escalations != escalated_before:
+            partition.role_histories.escalations += 1
+            ask.log_failure(HISTORY_TIMEOUT, self.context.clock.now_ns())
+        return placement
+
+    def _try_history_node(self, partition: Partition, app: Application, ask: Allocation, node_id: str,
+                          now_ns: int) -> Decision | None:
+        """The ask on its history node, or it waits there (logged on the ask)."""
+        node = partition.nodes.get(node_id)
+        if node is not None and node.schedulable and node.fits(ask.resource) and self._predicates_pass(partition, ask, node):
+            return self._commit(partition, app, ask, node)
+        ask.log_failure(HISTORY_WAIT_PREFIX + node_id, now_ns)
+        return None
+
     # -- nodes ---------------------------------------------------------------------------------------
 
-    def _try_nodes(self, partition: Partition, app: Application, ask: Allocation, now_ns: int) -> Decision | None:
+    def _try_nodes(self, partition: Partition, app: Application, ask: Allocation, now_ns: int,
+                   avoid: frozenset[str] = frozenset()) -> Decision | None:
         failures: dict[str, int] = {}
-        node = self._first_node(partition, ask, skip_reserved=True, failures=failures)
+        node = self._first_node(partition, ask, skip_reserved=True, failures=failures, avoid=avoid)
         if node is not None:
             return self._commit(partition, app, ask, node)
         if failures:
@@ -213,8 +253,10 @@ class SchedulingCycle:
         partition.events.app.request_predicates_failed(ask.allocation_key, app.app_id, failures, ask.resource)
 
     def _first_node(self, partition: Partition, ask: Allocation, *, skip_reserved: bool,
-                    exclude: str = "", failures: dict[str, int] | None = None) -> Node | None:
-        """The first node in order that fits and passes the RM's predicates; each refusal is
+                    exclude: str = "", failures: dict[str, int] | None = None,
+                    avoid: frozenset[str] = frozenset()) -> Node | None:
+        """The first node in order that fits and passes the RM's predicates, other than
+        ``exclude`` and ``avoid`` (nodes the ask's role failed on too often); each refusal is
         logged on the ask and counted by reason in ``failures``."""
         ordering = partition.node_ordering
         predicates = self.context.predicates_for(partition)
@@ -225,7 +267,7 @@ class SchedulingCycle:
             if hit is None:
                 return None
             cursor = hit
-            if hit[1] == exclude:
+            if hit[1] == exclude or hit[1] in avoid:
                 continue
             node = partition.nodes[hit[1]]
             if predicates is not None:

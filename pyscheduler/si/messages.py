@@ -415,7 +415,9 @@ class AllocationRelease:
 
     An empty ``allocation_key`` releases every allocation of the application; an empty
     ``application_id`` names a foreign allocation. ``partition_name`` is the RM's name (the
-    proxy qualifies it with the RM ID); empty means ``default``.
+    proxy qualifies it with the RM ID); empty means ``default``. ``failed`` (a pyscheduler
+    extension, not in YuniKorn's SI) says the released instance failed: role history counts it
+    against the node for the instance's role.
     """
 
     partition_name: str = ""
@@ -423,6 +425,7 @@ class AllocationRelease:
     termination_type: TerminationType = TerminationType.UNKNOWN_TERMINATION_TYPE
     message: str = ""
     allocation_key: str = ""
+    failed: bool = False
 
     def __post_init__(self) -> None:
         _set(self, "termination_type", TerminationType(self.termination_type))

@@ -1,0 +1,73 @@
+"""Every role history of a partition, by history key."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from pyscheduler.policies.role_history.file_format import SavedEntry
+from pyscheduler.policies.role_history.history import RoleHistory
+
+__all__ = ["RoleHistories"]
+
+
+class RoleHistories:
+    """History keys -> :class:`RoleHistory`; a history is created by the first instance or ask
+    of a role that uses it. Changed only under the owning partition's lock."""
+
+    def __init__(self) -> None:
+        self._histories: dict[str, RoleHistory] = {}
+        #: Placements on a history node, and instances placed elsewhere after an escalation.
+        self.history_placements = 0
+        self.escalations = 0
+        # What the last snapshot saw of each history: its version and its entries, so a
+        # snapshot (taken under the partition's lock) only rebuilds the histories that changed.
+        self._saved: dict[str, tuple[int, list[SavedEntry]]] = {}
+
+    def get(self, key: str) -> RoleHistory | None:
+        return self._histories.get(key)
+
+    def get_or_create(self, key: str) -> RoleHistory:
+        history = self._histories.get(key)
+        if history is None:
+            history = self._histories[key] = RoleHistory(key)
+        return history
+
+    def __iter__(self) -> Iterator[RoleHistory]:
+        return iter(list(self._histories.values()))
+
+    def __len__(self) -> int:
+        return len(self._histories)
+
+    def node_state(self, node_id: str, online: bool) -> None:
+        for history in self._histories.values():
+            if node_id in history.nodes:
+                history.node_state(node_id, online)
+
+    # -- persistence ---------------------------------------------------------------------------------
+
+    def changed_since_snapshot(self) -> bool:
+        return len(self._saved) != len(self._histories) or any(
+            self._saved[key][0] != history.version for key, history in self._histories.items()
+        )
+
+    def snapshot(self) -> list[SavedEntry]:
+        """Every history's saved entries, by key; only histories changed since the last
+        snapshot are walked again. Caller holds the partition's lock."""
+        saved: dict[str, tuple[int, list[SavedEntry]]] = {}
+        for key, history in self._histories.items():
+            previous = self._saved.get(key)
+            if previous is not None and previous[0] == history.version:
+                saved[key] = previous
+            else:
+                saved[key] = (history.version, history.saved_entries())
+        self._saved = saved
+        return [entry for key in sorted(saved) for entry in saved[key][1]]
+
+    def restore(self, entries: Iterable[SavedEntry]) -> int:
+        """Loads saved entries (each available again, used at its ``last_used``); returns how
+        many were loaded. Caller holds the partition's lock."""
+        count = 0
+        for entry in entries:
+            self.get_or_create(entry.key).add_entry(entry.node_id, entry.role, entry.last_used_ms * 1_000_000)
+            count += 1
+        return count

@@ -1,0 +1,128 @@
+"""Which role an ask plays, which history an application uses, and each role's policy.
+
+Names (application and ask tags, pyscheduler extensions):
+
+- ``pyscheduler.io/role`` on an ask names its role; an ask without it plays the role named by
+  its task group (``task_group_name``), if any. An ask with neither has no role history.
+- ``pyscheduler.io/role-history-key`` on an application names its history; without it the
+  history key is the application id. A resubmitted application with the same key inherits the
+  history (its roles come back to the nodes they ran on).
+
+Per-role settings come from, first to last: the application tag for that role
+(``pyscheduler.io/role-history.<setting>.<role>``), the application tag for every role
+(``pyscheduler.io/role-history.<setting>``), the queue property (``role-history.<setting>``),
+the default. The settings:
+
+- ``policy``: ``default`` (history first, the normal node order after the placement timeout),
+  ``strict`` (history nodes only, never falls back, ignores failures and node state: an ask
+  whose history nodes are gone waits), ``anywhere`` (no history).
+- ``placement-timeout``: a Go duration (``30s``, ``2m``) or seconds; default 30 s (Slider's).
+- ``failure-threshold``: an integer; a node is skipped for a role once its recent failures
+  are **more** than this (default 3); ``-1`` means unlimited (never skipped).
+- ``failure-window``: how often recent failures are forgotten (default ``6h``).
+
+A setting that does not parse is ignored (the next source applies), never an error: a bad tag
+must not make an application unschedulable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Final
+
+from pyscheduler.common.goduration import parse_go_duration
+
+__all__ = [
+    "DEFAULT_FAILURE_THRESHOLD",
+    "DEFAULT_FAILURE_WINDOW",
+    "DEFAULT_PLACEMENT_TIMEOUT",
+    "HISTORY_KEY_TAG",
+    "ROLE_TAG",
+    "PlacementPolicy",
+    "RoleSettings",
+    "history_key_of",
+    "role_of",
+    "role_settings",
+]
+
+ROLE_TAG: Final = "pyscheduler.io/role"
+HISTORY_KEY_TAG: Final = "pyscheduler.io/role-history-key"
+TAG_PREFIX: Final = "pyscheduler.io/role-history."
+PROPERTY_PREFIX: Final = "role-history."
+DEFAULT_PLACEMENT_TIMEOUT: Final = 30.0
+DEFAULT_FAILURE_THRESHOLD: Final = 3
+DEFAULT_FAILURE_WINDOW: Final = 6 * 3600.0
+
+
+class PlacementPolicy(Enum):
+    DEFAULT = "default"
+    STRICT = "strict"
+    ANYWHERE = "anywhere"
+
+
+@dataclass(frozen=True, slots=True)
+class RoleSettings:
+    policy: PlacementPolicy = PlacementPolicy.DEFAULT
+    placement_timeout: float = DEFAULT_PLACEMENT_TIMEOUT
+    failure_threshold: int = DEFAULT_FAILURE_THRESHOLD
+    failure_window: float = DEFAULT_FAILURE_WINDOW
+
+    def over_threshold(self, failed_recently: int) -> bool:
+        """More recent failures than the threshold; never with an unlimited (-1) threshold
+        (Slider treated any negative threshold as always exceeded)."""
+        return self.failure_threshold >= 0 and failed_recently > self.failure_threshold
+
+
+def role_of(tags: Mapping[str, str], task_group_name: str = "") -> str:
+    """The ask's role ("" for none)."""
+    return tags.get(ROLE_TAG, "") or task_group_name
+
+
+def history_key_of(app_id: str, tags: Mapping[str, str]) -> str:
+    return tags.get(HISTORY_KEY_TAG, "") or app_id
+
+
+def role_settings(role: str, app_tags: Mapping[str, str], queue_properties: Mapping[str, str]) -> RoleSettings:
+    """The role's settings from the application's tags, the queue's properties and defaults."""
+
+    def lookup(name: str) -> list[str]:
+        found = [app_tags.get(f"{TAG_PREFIX}{name}.{role}"), app_tags.get(f"{TAG_PREFIX}{name}"),
+                 queue_properties.get(f"{PROPERTY_PREFIX}{name}")]
+        return [v.strip() for v in found if v is not None and v.strip()]
+
+    policy = next((p for p in (_policy(v) for v in lookup("policy")) if p is not None), PlacementPolicy.DEFAULT)
+    timeout = next((t for t in (_seconds(v) for v in lookup("placement-timeout")) if t is not None),
+                   DEFAULT_PLACEMENT_TIMEOUT)
+    threshold = next((t for t in (_threshold(v) for v in lookup("failure-threshold")) if t is not None),
+                     DEFAULT_FAILURE_THRESHOLD)
+    window = next((t for t in (_seconds(v) for v in lookup("failure-window")) if t is not None and t > 0),
+                  DEFAULT_FAILURE_WINDOW)
+    return RoleSettings(policy, timeout, threshold, window)
+
+
+def _policy(text: str) -> PlacementPolicy | None:
+    try:
+        return PlacementPolicy(text.lower())
+    except ValueError:
+        return None
+
+
+def _seconds(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        try:
+            value = parse_go_duration(text) / 1e9
+        except ValueError:
+            return None
+    return value if value >= 0 and value == value and value != float("inf") else None
+
+
+def _threshold(text: str) -> int | None:
+    try:
+        value = int(text)
+    except ValueError:
+        return None
+    return value if value >= -1 else None
