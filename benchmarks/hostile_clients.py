@@ -17,11 +17,19 @@ the sockets: those over it get the worker's JSON 503 at once, and so does a heal
 meets a full cap; the time to the answer is what is timed, and the statuses are reported).
 gunicorn keeps at most ``cap - threads`` connections alive and closes the others after their
 answer, so the cap is not always full when a check arrives.
+
+Kinds whose sockets send whole requests (:data:`ANSWERED`) start their checks once every socket
+has its answer waiting, unread: the checks measure the server while those clients hold their
+connections, not the queue of their own 1,000 requests (the time to answer those is reported).
+The timed run's request is sent before the sockets open (past the cap a request sent after them
+would be refused) and the server starts the run :data:`RUN_DELAY` s later.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import http.client
+import select
 import socket
 import statistics
 import time
@@ -40,6 +48,8 @@ QUICK_SOCKETS: Final = 150
 ROUNDS: Final = 10
 QUICK_ROUNDS: Final = 2
 CHECKS: Final = 3
+#: Seconds the server waits between receiving the timed run request and starting it.
+RUN_DELAY: Final = 2.0
 TARGET_MS: Final = 100.0
 TARGET_RATIO: Final = 0.9
 NONE: Final = "none"
@@ -54,6 +64,12 @@ KINDS: Final = {
 }
 #: Kinds run against a server whose connection cap is half the sockets.
 PAST_THE_CAP: Final = frozenset({"kept alive past the cap"})
+#: Kinds whose sockets send whole requests: the health checks start once every one has its
+#: answer waiting (not read), so they measure the server while these clients hold their
+#: connections, not while it is still answering their 1,000 requests (that time is reported).
+ANSWERED: Final = frozenset({"answers never read", "kept alive after one request", "kept alive past the cap"})
+#: The longest wait for those answers.
+ANSWER_WAIT: Final = 60.0
 
 
 @dataclass
@@ -70,6 +86,10 @@ class KindRun:
     restarts: int = 0
     #: HTTP statuses of the health checks.
     statuses: list[int] = field(default_factory=list)
+    #: Every health check's milliseconds, round after round.
+    health_ms: list[float] = field(default_factory=list)
+    #: The longest time the server took to answer all the sockets' requests (ANSWERED kinds).
+    answered_s: float = 0.0
 
 
 @dataclass
@@ -107,6 +127,21 @@ class HostileReport:
 
     def format(self) -> str:
         return format_report(self)
+
+
+def wait_answered(opened: list[socket.socket], limit: float) -> float:
+    """Seconds until every socket has something to read (its answer, or the server's close),
+    without reading it; at most ``limit``."""
+    began = time.perf_counter()
+    poller = select.poll()
+    waiting = {sock.fileno() for sock in opened}
+    for fd in waiting:
+        poller.register(fd, select.POLLIN)
+    while waiting and time.perf_counter() - began < limit:
+        for fd, _ in poller.poll(100):
+            waiting.discard(fd)
+            poller.unregister(fd)
+    return time.perf_counter() - began
 
 
 @contextmanager
@@ -150,16 +185,26 @@ def run_kind(
     times: list[float] = []
     statuses: list[int] = []
     restarts = 0
+    answered: list[float] = []
     result: dict[str, Any] = {}
-    with ServedScheduler(env=env) as server:
+    with ServedScheduler(env=env) as server, concurrent.futures.ThreadPoolExecutor(1) as pool:
         first_pid = pid = server.json("POST", f"/bench/setup?nodes={nodes}&asks={asks}", timeout=300)["worker_pid"]
         for round_no in range(rounds):
-            with misbehaving(server.port, sockets, KINDS[kind]):
+            run: concurrent.futures.Future[dict[str, Any]] | None = None
+            if round_no == 0:
+                # Sent before the sockets open (past the cap, a request sent after them would be
+                # refused): the server waits RUN_DELAY s, then the timed run goes while they are held.
+                run = pool.submit(server.json, "POST", f"/bench/run?timeout={timeout:g}&delay={RUN_DELAY:g}",
+                                  timeout + RUN_DELAY + 60)
+                time.sleep(0.1)
+            with misbehaving(server.port, sockets, KINDS[kind]) as opened:
+                if kind in ANSWERED:
+                    answered.append(wait_answered(opened, ANSWER_WAIT))
                 for ms, status in (health_check(server.port) for _ in range(CHECKS)):
                     times.append(ms)
                     statuses.append(status)
-                if round_no == 0:
-                    result = server.json("POST", f"/bench/run?timeout={timeout:g}", timeout=timeout + 60)
+                if run is not None:
+                    result = run.result()
             now = server.json("GET", "/bench/state")["worker_pid"]
             restarts += now != pid
             pid = now
@@ -167,12 +212,14 @@ def run_kind(
                 break  # nothing misbehaves: one round is the baseline
     outcome = KindRun(
         kind, 0 if KINDS[kind] is None else sockets, statistics.median(times), max(times), float(result["rate"]),
-        pid == first_pid, result["error"], round_no + 1, restarts, sorted(set(statuses)),
+        pid == first_pid, result["error"], round_no + 1, restarts, sorted(set(statuses)), [round(t, 2) for t in times],
+        max(answered, default=0.0),
     )
     progress(
         f"hostile-clients: {kind}: {outcome.rounds} rounds, health check {outcome.health_median_ms:.1f} ms median, "
         f"{outcome.health_max_ms:.1f} ms slowest (HTTP {', '.join(map(str, outcome.statuses))}); "
         f"{outcome.rate:,.0f} allocations/s; worker restarts {restarts}"
+        + (f"; the sockets' own requests answered within {outcome.answered_s:.2f} s" if answered else "")
     )
     return outcome
 
@@ -215,6 +262,7 @@ def format_report(report: HostileReport) -> str:
                 r.rounds,
                 ", ".join(map(str, r.statuses)),
                 r.restarts,
+                f"{r.answered_s:.2f}" if r.kind in ANSWERED and not r.error else "-",
                 r.error or "",
             ]
             for r in report.runs
@@ -224,14 +272,17 @@ def format_report(report: HostileReport) -> str:
             f"A fresh served scheduler per kind: {report.asks:,} asks on {report.nodes:,} nodes (fair); then rounds "
             f"of the misbehaving sockets opened, held through {CHECKS} health checks (each on a new connection) and "
             "closed; the timed scheduling run goes during the first round, its ratio is against the run with none; "
-            "worker restarts are pid changes between rounds. Past the cap: the server's cap is half the sockets; "
+            "worker restarts are pid changes between rounds. The timed run's request is sent before the sockets open "
+            f"and starts {RUN_DELAY:g} s later, while they are held. Sockets that send whole requests: the checks "
+            "start once every socket has its answer waiting, unread (answered s: the slowest round's time to answer "
+            "the sockets' own requests). Past the cap: the server's cap is half the sockets; "
             "a health check that meets a full cap is answered 503 at once (the time to that answer is timed).",
             "",
             format_table(
                 ["clients", "sockets", "health check median ms", "slowest ms", "allocations/s", "vs none",
-                 "rounds", "HTTP", "worker restarts", "error"],
+                 "rounds", "HTTP", "worker restarts", "answered s", "error"],
                 rows,
-                align="lrrrrrrlrl",
+                align="lrrrrrrlrrl",
             ),
             "",
             f"Targets: every health check under {TARGET_MS:g} ms: {'met' if targets['health_under_100ms'] else 'NOT met'}; "

@@ -290,8 +290,11 @@ def _bench_routes(rm: BenchRM) -> Any:
 
     @bp.post("/bench/run")
     def run() -> Any:
-        """Start the scheduling loop; time until the RM has every allocation (bounded)."""
+        """Start the scheduling loop, after ``delay`` seconds (untimed: lets a client send this
+        request, then set up something to measure it under); time until the RM has every
+        allocation (bounded)."""
         timeout = float(request.args.get("timeout", "120"))
+        time.sleep(min(max(float(request.args.get("delay", "0")), 0.0), 30.0))
         events.flush(30.0)
         before = events.stats()
         next_before = events.next_id()

@@ -185,7 +185,33 @@ def _serve(rest: list[str]) -> int:
         "--no-history", action="store_true",
         help="do not keep the application and container history (/ws/v1/history/* answer 500)",
     )
+    parser.add_argument(
+        "--role-history-dir", metavar="URL",
+        help="save role histories here (a path, or an fsspec URL: file://, memory://, s3://, gs://, hdfs:// with "
+        "their drivers installed) and start from what was saved; default: role histories live in memory only",
+    )
+    parser.add_argument(
+        "--role-history-keep", type=int, default=5, metavar="N",
+        help="history files kept per partition; older ones are deleted after each save (default 5)",
+    )
+    parser.add_argument(
+        "--role-history-max-age", default="168h", metavar="DURATION",
+        help="entries last used longer ago are dropped when a saved history is loaded (Go duration or seconds; "
+        "default 168h, 7 days)",
+    )
+    parser.add_argument(
+        "--role-history-save-delay", type=float, default=1.0, metavar="SECONDS",
+        help="the longest a change waits before it is saved (default 1)",
+    )
     args = parser.parse_args(rest)
+    from pyscheduler.common.goduration import parse_seconds
+
+    try:
+        max_age = parse_seconds(args.role_history_max_age)
+    except ValueError:
+        print(f"pyscheduler serve: --role-history-max-age {args.role_history_max_age!r}: not a duration "
+              "(e.g. 168h, 30m, 3600)", file=sys.stderr)
+        return 2
     try:
         from pyscheduler_web.server import serve
         from pyscheduler_web.service import ServeOptions
@@ -208,7 +234,16 @@ def _serve(rest: list[str]) -> int:
         rms=tuple(args.rm),
         health_interval=args.health_interval,
         history=not args.no_history,
+        role_history_dir=args.role_history_dir,
+        role_history_keep=args.role_history_keep,
+        role_history_max_age=max_age,
+        role_history_save_delay=args.role_history_save_delay,
     )
+    try:
+        options.role_history_store()  # a bad URL or setting fails here, before gunicorn forks
+    except (ValueError, ImportError) as exc:
+        print(f"pyscheduler serve: role history: {exc}", file=sys.stderr)
+        return 2
     for spec in options.rms:
         module = spec.partition(":")[0]
         try:

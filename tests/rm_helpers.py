@@ -24,6 +24,7 @@ from pyscheduler.si.events import EventChangeType as C
 from pyscheduler.si.events import EventRecordType as T
 from pyscheduler.objects.application import Application, AppTimeouts
 from pyscheduler.objects.partition import Partition
+from pyscheduler.policies.role_history.store import HistoryStore
 from pyscheduler.si import messages as si
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.testing.recording import RecordingRM
@@ -97,9 +98,11 @@ class World:
         extra_config: Mapping[str, str] | None = None,
         timeouts: AppTimeouts | None = None,
         register: bool = True,
+        role_history_store: HistoryStore | None = None,
+        clock: ManualClock | None = None,
     ) -> None:
-        self.clock = ManualClock()
-        self.context = ClusterContext(clock=self.clock, timeouts=timeouts)
+        self.clock = clock or ManualClock()
+        self.context = ClusterContext(clock=self.clock, timeouts=timeouts, role_history_store=role_history_store)
         self.proxy = RMProxy(self.context)
         self.rm = RecordingRM(timeout=2.0)
         self.rm_id = rm_id

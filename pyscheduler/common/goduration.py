@@ -8,7 +8,7 @@ import re
 from fractions import Fraction
 from typing import Final
 
-__all__ = ["go_duration", "parse_go_duration"]
+__all__ = ["go_duration", "parse_go_duration", "parse_seconds"]
 
 INT64_MAX: Final = (1 << 63) - 1
 
@@ -57,6 +57,18 @@ def parse_go_duration(text: str) -> int:
     if ns > INT64_MAX:
         raise ValueError(f'time: invalid duration "{text}"')
     return -ns if neg else ns
+
+
+def parse_seconds(text: str) -> float:
+    """A non-negative, finite number of seconds (``90``, ``1.5``) or a Go duration (``168h``,
+    ``30m``) in seconds; raises ValueError for anything else."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = parse_go_duration(text.strip()) / 1e9
+    if not (0 <= value < math.inf):
+        raise ValueError(f"not a non-negative, finite duration: {text!r}")
+    return value
 
 
 def _fmt_frac(value: int, prec: int) -> str:

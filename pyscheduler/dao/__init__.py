@@ -24,6 +24,7 @@ from pyscheduler.dao.errors import BadRequest, DAOError, NotFound
 from pyscheduler.dao.nodes import node, nodes
 from pyscheduler.dao.partitions import partitions, placement_rules
 from pyscheduler.dao.queues import queue, queues
+from pyscheduler.dao.role_history import role_history
 from pyscheduler.dao.scheduler_info import (
     clusters,
     config,
@@ -60,6 +61,7 @@ __all__ = [
     "queue_applications",
     "queue_applications_by_state",
     "queues",
+    "role_history",
     "user",
     "users",
     "validate_conf",

@@ -18,6 +18,7 @@ __all__ = [
     "NODE_NOT_FOUND",
     "USER_NOT_FOUND",
     "GROUP_NOT_FOUND",
+    "ROLE_HISTORY_NOT_FOUND",
     "INVALID_USER_NAME",
     "INVALID_GROUP_NAME",
     "USER_NAME_MISSING",
@@ -38,6 +39,8 @@ APPLICATION_NOT_FOUND = "Application not found"
 NODE_NOT_FOUND = "Node not found"
 USER_NOT_FOUND = "User not found"
 GROUP_NOT_FOUND = "Group not found"
+#: pyscheduler's own (role history is not in YuniKorn).
+ROLE_HISTORY_NOT_FOUND = "Role history not found"
 INVALID_USER_NAME = "Invalid user name"
 INVALID_GROUP_NAME = "Invalid group name"
 USER_NAME_MISSING = "User name is missing"

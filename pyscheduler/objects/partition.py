@@ -478,8 +478,12 @@ class Partition:
 
     def _role_landed(self, app: Application, alloc: Allocation, node_id: str) -> None:
         found = self._role_history(app, alloc)
-        if found is not None and found[0].allocated(alloc.allocation_key, found[1], node_id):
+        if found is None:
+            return
+        if found[0].allocated(alloc.allocation_key, found[1], node_id):
             self.role_histories.history_placements += 1
+        else:
+            self.role_histories.other_placements += 1
 
     def _role_stopped(self, app: Application, alloc: Allocation, *, failed: bool, preempted: bool = False) -> None:
         found = self._role_history(app, alloc)

@@ -41,6 +41,7 @@ from pyscheduler.scheduler.config_apply import apply_partition_config, root_sett
 from pyscheduler.scheduler.read_pacing import ReadPacer
 
 if TYPE_CHECKING:
+    from pyscheduler.policies.role_history.store import HistoryStore
     from pyscheduler.scheduler.health_checker import HealthChecker
 
 __all__ = ["ClusterContext", "RegisteredRM", "UnknownRMError", "UpdateListener", "internal_name", "external_name"]
@@ -110,8 +111,12 @@ class ClusterContext:
         event_system: EventSystem | None = None,
         timeouts: AppTimeouts | None = None,
         native_node_ordering: bool = True,
+        role_history_store: HistoryStore | None = None,
     ) -> None:
         self.clock = clock or SystemClock()
+        #: Where role histories are saved (a RoleHistorySaver writes them); a new partition
+        #: starts with its newest readable saved history. None: histories live in memory only.
+        self.role_history_store = role_history_store
         #: False: partitions order nodes in pure Python (for comparison benchmarks).
         self.native_node_ordering = native_node_ordering
         self.event_system = event_system or EventSystem(clock=self.clock)
@@ -251,6 +256,8 @@ class ClusterContext:
                     native_node_ordering=self.native_node_ordering,
                 )
                 partition.on_change = self._notify_update
+                if self.role_history_store is not None:
+                    self._load_role_histories(partition, self.role_history_store)
                 self.partitions[name] = partition
             apply_partition_config(partition, conf)
         for name in [n for n, p in self.partitions.items() if p.rm_id == rm_id and n not in wanted]:
@@ -258,6 +265,20 @@ class ClusterContext:
         rm.checksum = config.checksum
         rm.policy_group = policy_group
         self.configs[policy_group] = config
+
+    def _load_role_histories(self, partition: Partition, store: HistoryStore) -> None:
+        """The partition's newest readable saved role history; what the store could not use is
+        a warning, never a failed start."""
+        name = external_name(partition.name)
+        result = store.load(name, self.clock.now_ns() // 1_000_000)
+        for path, reason in result.skipped:
+            log.warning("role history of partition %s: skipped %s: %s", name, path, reason)
+        with partition.lock:
+            loaded = partition.role_histories.restore(result.entries)
+        if result.path:
+            log.info("role history of partition %s: %d entries from %s (%d last used more than %.0f s ago "
+                     "dropped, %d of unknown roles discarded)", name, loaded, result.path, result.aged_out,
+                     store.max_age, result.unknown_roles)
 
     def _remove_partition(self, name: str) -> Partition:
         """Takes a partition out of the context, failing its applications and removing its nodes

@@ -108,6 +108,21 @@ class SchedulerCollector(Collector):
             "Event streams cut because one chunk was not written within 5 s.",
             stats.stream_write_timeouts,
         )
+        # Role history.
+        histories = [p.role_histories for p in list(service.context.partitions.values())]
+        yield counter("pyscheduler_role_history_placements_history_node",
+                      "Role instances placed on the history node their ask targeted.",
+                      sum(h.history_placements for h in histories))
+        yield counter("pyscheduler_role_history_placements_elsewhere",
+                      "Role instances placed on any other node (no usable history node, escalated, RM-reported).",
+                      sum(h.other_placements for h in histories))
+        yield counter("pyscheduler_role_history_escalations",
+                      "Asks sent to the normal node order after their role's placement timeout.",
+                      sum(h.escalations for h in histories))
+        saver = service.role_history_saver
+        yield counter("pyscheduler_role_history_saves", "Role history files written.", saver.saves if saver else 0)
+        yield counter("pyscheduler_role_history_save_errors", "Role history saves that failed (retried).",
+                      saver.save_errors if saver else 0)
         # The scheduling loop.
         scheduler = service.scheduler
         yield counter("pyscheduler_scheduler_cycles", "Scheduling cycles run.", scheduler.cycles)

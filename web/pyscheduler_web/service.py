@@ -53,7 +53,9 @@ from pyscheduler.objects.application import AppTimeouts
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.scheduler.context import ClusterContext
 from pyscheduler.scheduler.history import History
+from pyscheduler.policies.role_history.store import DEFAULT_KEEP, DEFAULT_MAX_AGE, HistoryStore
 from pyscheduler.scheduler.loop import Scheduler
+from pyscheduler.scheduler.role_history_saver import DEFAULT_SAVE_DELAY, RoleHistorySaver
 
 __all__ = ["DEFAULT_BIND", "ServeOptions", "SchedulerService", "load_attach"]
 
@@ -86,12 +88,19 @@ class ServeOptions:
     health_interval: float = DEFAULT_HEALTH_INTERVAL
     #: Keep the application and container history (``/ws/v1/history/*``).
     history: bool = True
+    #: Where role histories are saved (a path or an fsspec URL); None: in memory only.
+    role_history_dir: str | None = None
+    role_history_keep: int = DEFAULT_KEEP
+    role_history_max_age: float = DEFAULT_MAX_AGE
+    role_history_save_delay: float = DEFAULT_SAVE_DELAY
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServeOptions:
         """``PYSCHEDULER_CONFIG``, ``PYSCHEDULER_DEMO`` (1/true), ``PYSCHEDULER_DEMO_SEED``,
         ``PYSCHEDULER_RM`` (comma-separated ``module:callable``), ``PYSCHEDULER_HEALTH_INTERVAL``
-        (seconds), ``PYSCHEDULER_HISTORY`` (0 turns it off)."""
+        (seconds), ``PYSCHEDULER_HISTORY`` (0 turns it off), ``PYSCHEDULER_ROLE_HISTORY_DIR``,
+        ``PYSCHEDULER_ROLE_HISTORY_KEEP``, ``PYSCHEDULER_ROLE_HISTORY_MAX_AGE`` and
+        ``PYSCHEDULER_ROLE_HISTORY_SAVE_DELAY`` (seconds)."""
         env = os.environ if environ is None else environ
         rms = tuple(r.strip() for r in env.get("PYSCHEDULER_RM", "").split(",") if r.strip())
         return cls(
@@ -101,6 +110,10 @@ class ServeOptions:
             rms=rms,
             health_interval=float(env.get("PYSCHEDULER_HEALTH_INTERVAL", DEFAULT_HEALTH_INTERVAL)),
             history=env.get("PYSCHEDULER_HISTORY", "1").strip().lower() in _TRUE,
+            role_history_dir=env.get("PYSCHEDULER_ROLE_HISTORY_DIR") or None,
+            role_history_keep=int(env.get("PYSCHEDULER_ROLE_HISTORY_KEEP", DEFAULT_KEEP)),
+            role_history_max_age=float(env.get("PYSCHEDULER_ROLE_HISTORY_MAX_AGE", DEFAULT_MAX_AGE)),
+            role_history_save_delay=float(env.get("PYSCHEDULER_ROLE_HISTORY_SAVE_DELAY", DEFAULT_SAVE_DELAY)),
         )
 
     def to_env(self) -> dict[str, str]:
@@ -111,10 +124,24 @@ class ServeOptions:
             "PYSCHEDULER_RM": ",".join(self.rms),
             "PYSCHEDULER_HEALTH_INTERVAL": repr(self.health_interval),
             "PYSCHEDULER_HISTORY": "1" if self.history else "0",
+            "PYSCHEDULER_ROLE_HISTORY_KEEP": str(self.role_history_keep),
+            "PYSCHEDULER_ROLE_HISTORY_MAX_AGE": repr(self.role_history_max_age),
+            "PYSCHEDULER_ROLE_HISTORY_SAVE_DELAY": repr(self.role_history_save_delay),
         }
         if self.config_path:
             env["PYSCHEDULER_CONFIG"] = self.config_path
+        if self.role_history_dir:
+            env["PYSCHEDULER_ROLE_HISTORY_DIR"] = self.role_history_dir
         return env
+
+    def role_history_store(self) -> HistoryStore | None:
+        """The store of ``role_history_dir`` (ValueError for a bad setting or an unknown URL
+        protocol, ImportError for a protocol whose fsspec driver is not installed)."""
+        if not self.role_history_dir:
+            return None
+        if not self.role_history_save_delay > 0:
+            raise ValueError(f"the role history save delay must be positive, not {self.role_history_save_delay}")
+        return HistoryStore(self.role_history_dir, keep=self.role_history_keep, max_age=self.role_history_max_age)
 
     def read_config(self) -> str:
         """The configuration text, validated (raises OSError or ConfigValidationError)."""
@@ -152,7 +179,12 @@ class SchedulerService:
     def __post_init__(self) -> None:
         self.config_text = self.options.read_config()
         timeouts = AppTimeouts(terminated=DEMO_TERMINATED_TIMEOUT) if self.options.demo else None
-        self.context = ClusterContext(timeouts=timeouts)
+        store = self.options.role_history_store()
+        self.context = ClusterContext(timeouts=timeouts, role_history_store=store)
+        #: Saves role histories when they change (None: no role history directory).
+        self.role_history_saver = (
+            RoleHistorySaver(self.context, store, self.options.role_history_save_delay) if store is not None else None
+        )
         self.proxy = RMProxy(self.context)
         self.scheduler = Scheduler(self.context)
         #: Applications and containers sampled every minute (``/ws/v1/history/*``); None: off.
@@ -188,6 +220,8 @@ class SchedulerService:
         if self.history is not None:
             self.history.start()
         self.health.start()
+        if self.role_history_saver is not None:
+            self.role_history_saver.start()
         try:
             if self.options.demo:
                 from pyscheduler_web.demo import DemoRM, DemoSettings
@@ -225,6 +259,8 @@ class SchedulerService:
         if self.history is not None:
             _quietly("history", self.history.stop)
         _quietly("scheduling loop", self.scheduler.stop)
+        if self.role_history_saver is not None:
+            _quietly("role history saver", self.role_history_saver.stop)  # a last save
         _quietly("RM proxy", self.proxy.stop)
         log.info("scheduler stopped")
 

@@ -112,6 +112,10 @@ class RoleHistory:
     def roles(self) -> list[str]:
         return sorted({role for entries in self.nodes.values() for role in entries})
 
+    def targets(self) -> list[tuple[str, str, str]]:
+        """Pending asks headed for a history node: (allocation key, role, node id), by key."""
+        return sorted((key, t.role, t.node_id) for key, t in self._targets.items())
+
     def target_of(self, allocation_key: str) -> str | None:
         target = self._targets.get(allocation_key)
         return target.node_id if target is not None else None

@@ -16,8 +16,11 @@ class RoleHistories:
 
     def __init__(self) -> None:
         self._histories: dict[str, RoleHistory] = {}
-        #: Placements on a history node, and instances placed elsewhere after an escalation.
+        #: Instances of a role that landed on the history node their ask targeted, and those
+        #: that landed anywhere else (no history yet, no usable history node, escalated, or
+        #: reported by the RM); asks sent to the normal node order by their placement timeout.
         self.history_placements = 0
+        self.other_placements = 0
         self.escalations = 0
         # What the last snapshot saw of each history: its version and its entries, so a
         # snapshot (taken under the partition's lock) only rebuilds the histories that changed.

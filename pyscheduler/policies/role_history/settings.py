@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from pyscheduler.common.goduration import parse_go_duration
+from pyscheduler.common.goduration import parse_seconds
 
 __all__ = [
     "DEFAULT_FAILURE_THRESHOLD",
@@ -111,13 +111,9 @@ def _policy(text: str) -> PlacementPolicy | None:
 
 def _seconds(text: str) -> float | None:
     try:
-        value = float(text)
+        return parse_seconds(text)
     except ValueError:
-        try:
-            value = parse_go_duration(text) / 1e9
-        except ValueError:
-            return None
-    return value if value >= 0 and value == value and value != float("inf") else None
+        return None
 
 
 def _threshold(text: str) -> int | None:
