@@ -54,12 +54,12 @@ $(WEB_STAMP): $(NATIVE_STAMP) $(WEB_SOURCES)
 serve: build web
 	$(BIN)/pyscheduler serve --demo $(SERVE_ARGS)
 
-# The wheels, and the core's one dependency (PyYAML, as pinned) as a wheel beside them, so a test
-# can install the core into an empty virtual environment without any index.
+# The wheels, and the core's dependencies (PyYAML and fsspec, as pinned) as wheels beside them, so
+# a test can install the core into an empty virtual environment without any index.
 wheels: $(STAMP)
 	$(BIN)/maturin build --release --quiet --out dist
 	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist ./web
-	$(BIN)/pip download --quiet --no-deps --only-binary=:all: --dest dist/deps $$(grep -i '^PyYAML==' requirements/dev.txt)
+	$(BIN)/pip download --quiet --no-deps --only-binary=:all: --dest dist/deps $$(grep -i -e '^PyYAML==' -e '^fsspec==' requirements/dev.txt)
 
 cargo-test:
 	cargo test --quiet

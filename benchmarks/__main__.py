@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from benchmarks import events_memory, events_throughput, hostile_clients, rest, rest_polling, scheduling
+from benchmarks import events_memory, events_throughput, hostile_clients, rest, rest_polling, role_history, scheduling
 from benchmarks.machine import Progress, machine_facts
 from benchmarks.workload import DEFAULT_SEED, parse_mix
 
@@ -80,6 +80,10 @@ def _run_hostile_clients(args: argparse.Namespace, progress: Progress) -> Family
     return hostile_clients.run(quick=args.quick, sockets=args.sockets, progress=progress)
 
 
+def _run_role_history(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return role_history.run(quick=args.quick, progress=progress)
+
+
 def _run_rest_polling(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return rest_polling.run(quick=args.quick, pollers=args.pollers or rest_polling.POLLERS, progress=progress)
 
@@ -100,6 +104,11 @@ FAMILIES: dict[str, Family] = {
             "hostile-clients",
             "health checks and scheduling while misbehaving clients hold 1,000 sockets, 10 rounds per kind (served)",
             _run_hostile_clients,
+        ),
+        Family(
+            "role-history",
+            "role history: node selection cost, save of 100,000 entries, scheduling with it on vs off",
+            _run_role_history,
         ),
     )
 }

@@ -68,6 +68,12 @@ QUICK_REPEATS: Final = 1
 YUNIKORN_SHAPE: Final = "yunikorn"
 MANY_QUEUES_SHAPE: Final = "many-queues"
 SHAPES: Final = (YUNIKORN_SHAPE, MANY_QUEUES_SHAPE)
+#: The many-queues shape where every ask plays a role and every role has a history (each of an
+#: application's roles ran on other nodes before): role history on (``benchmarks.role_history``).
+ROLES_SHAPE: Final = "many-queues-roles"
+WORKER_SHAPES: Final = (*SHAPES, ROLES_SHAPE)
+#: Roles per application in the roles shape (ASKS_PER_APP / ROLES_PER_APP instances each).
+ROLES_PER_APP: Final = 5
 #: The many-queues shape: parents x leaves per parent, asks per application, asks and nodes (--quick: fewer).
 MANY_PARENTS: Final = 10
 MANY_LEAVES_PER_PARENT: Final = 10
@@ -180,13 +186,36 @@ def submit_workload(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
     _submit_asks(proxy, rm_id, asks, lambda k: "app-a" if k % 2 == 0 else "app-b")
 
 
-def submit_many_queues(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
+def submit_many_queues(proxy: RMProxy, rm_id: str, nodes: int, asks: int, roles: bool = False) -> None:
     """The many-queues shape: nodes as in :func:`submit_workload`, ``asks // ASKS_PER_APP``
-    applications round-robin over the leaves, the asks round-robin over the applications."""
+    applications round-robin over the leaves, the asks round-robin over the applications.
+    ``roles``: the ``j``-th ask of an application plays role ``r<j % ROLES_PER_APP>``, and
+    each role of each application has a history on as many nodes as it has instances (restored
+    before the asks arrive, as a restarted scheduler loads it), spread over the cluster."""
     apps = max(1, asks // ASKS_PER_APP)
     _submit_nodes(proxy, rm_id, nodes, asks)
     _submit_apps(proxy, rm_id, [(f"app-{i:04d}", many_queues_leaf(i)) for i in range(apps)])
-    _submit_asks(proxy, rm_id, asks, lambda k: f"app-{k % apps:04d}")
+    role_of: Callable[[int], str] | None = None
+    if roles:
+        _restore_histories(proxy, apps, nodes, asks)
+        role_of = lambda k: f"r{(k // apps) % ROLES_PER_APP}"  # noqa: E731
+    _submit_asks(proxy, rm_id, asks, lambda k: f"app-{k % apps:04d}", role_of)
+
+
+def _restore_histories(proxy: RMProxy, apps: int, nodes: int, asks: int) -> None:
+    from pyscheduler.policies.role_history.file_format import SavedEntry
+
+    entries = []
+    for k in range(asks):
+        # The j-th ask of application i ran on node (i + 101 j) % nodes: an application's
+        # instances on distinct nodes, every node holding the history of as many asks as it
+        # has room for.
+        i, j = k % apps, k // apps
+        node = f"node-{(i + 101 * j) % nodes:05d}"
+        entries.append(SavedEntry(f"app-{i:04d}", node, f"r{j % ROLES_PER_APP}", False, 1_700_000_000_000 + k))
+    partition = next(iter(proxy.context.partitions.values()))
+    with partition.lock:
+        partition.role_histories.restore(entries)
 
 
 def _submit_nodes(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
@@ -223,8 +252,10 @@ def _submit_apps(proxy: RMProxy, rm_id: str, apps: Sequence[tuple[str, str]]) ->
     )
 
 
-def _submit_asks(proxy: RMProxy, rm_id: str, asks: int, app_of: Callable[[int], str]) -> None:
-    """``asks`` asks of memory 10, vcore 1; ask ``k`` goes to application ``app_of(k)``."""
+def _submit_asks(proxy: RMProxy, rm_id: str, asks: int, app_of: Callable[[int], str],
+                 role_of: Callable[[int], str] | None = None) -> None:
+    """``asks`` asks of memory 10, vcore 1; ask ``k`` goes to application ``app_of(k)`` (with
+    the role ``role_of(k)``, if given)."""
     from pyscheduler.common.resources import Resource
     from pyscheduler.si import messages as si
 
@@ -237,6 +268,7 @@ def _submit_asks(proxy: RMProxy, rm_id: str, asks: int, app_of: Callable[[int], 
                     application_id=app_of(k),
                     partition_name="default",
                     resource_per_alloc=ask,
+                    allocation_tags={"pyscheduler.io/role": role_of(k)} if role_of is not None else {},
                 )
                 for k in range(asks)
             ),
@@ -260,12 +292,15 @@ def build(policy: str, nodes: int, asks: int, native: bool, shape: str = YUNIKOR
     scheduler = Scheduler(context)
     proxy = RMProxy(context)
     rm = CountingRM(asks)
-    many_queues = shape == MANY_QUEUES_SHAPE
+    many_queues = shape in (MANY_QUEUES_SHAPE, ROLES_SHAPE)
     config = many_queues_config(policy) if many_queues else CONFIG % policy
     proxy.register_resource_manager(
         si.RegisterResourceManagerRequest(rm_id=RM_ID, policy_group="default", config=config), rm
     )
-    (submit_many_queues if many_queues else submit_workload)(proxy, RM_ID, nodes, asks)
+    if many_queues:
+        submit_many_queues(proxy, RM_ID, nodes, asks, roles=shape == ROLES_SHAPE)
+    else:
+        submit_workload(proxy, RM_ID, nodes, asks)
     return Setup(context, proxy, rm, scheduler)
 
 
@@ -645,7 +680,7 @@ def worker_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--asks", type=int, default=DEFAULT_ASKS)
     parser.add_argument("--ordering", choices=ORDERINGS, default="native")
     parser.add_argument("--timeout", type=float, default=None)
-    parser.add_argument("--shape", choices=SHAPES, default=YUNIKORN_SHAPE)
+    parser.add_argument("--shape", choices=WORKER_SHAPES, default=YUNIKORN_SHAPE)
     args = parser.parse_args(argv)
     timeout = args.timeout if args.timeout is not None else case_timeout(args.asks)
     result = measure_case(args.policy, args.nodes, args.asks, args.ordering == "native", timeout, args.shape)

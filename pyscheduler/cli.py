@@ -53,7 +53,9 @@ def _simulate(rest: list[str]) -> int:
         prog="pyscheduler simulate",
         description="Play a seeded workload against the scheduler core with a simulated RM (nodes, "
         "applications, asks, releases after each allocation's run time) and print a summary: allocations, "
-        "throughput, latency percentiles and utilisation per node sort policy. Progress goes to standard "
+        "throughput, latency percentiles and utilisation per node sort policy. A workload with services (roles "
+        "stopped and started again) runs each policy with role history and without, and reports how many "
+        "instances came back to a node their role used before. Progress goes to standard "
         "error, the summary to standard output. The workload file format is in docs/simulator.md.",
     )
     parser.add_argument(
@@ -111,8 +113,12 @@ def _simulate(rest: list[str]) -> int:
     print(describe_workload(spec, plan))
     print()
     summaries = []
-    for policy in policies:
-        bar = None if args.no_progress else ProgressBar(f"{policy:<10}")
+    # With services, each policy runs with role history and without it (their return-to-node
+    # fractions side by side).
+    runs = [(policy, history) for policy in policies for history in ((True, False) if spec.services.count else (True,))]
+    for policy, history in runs:
+        label = policy if history else f"{policy}, no role history"
+        bar = None if args.no_progress else ProgressBar(f"{label:<10}")
         try:
             summary = run_simulation(
                 plan,
@@ -122,6 +128,7 @@ def _simulate(rest: list[str]) -> int:
                 speed=args.speed,
                 timeout=args.timeout,
                 progress=bar,
+                role_history=history,
             )
         finally:
             if bar is not None:

@@ -87,3 +87,19 @@ def test_missing_file(tmp_path: Path) -> None:
     done = simulate(str(tmp_path / "nowhere.yaml"))
     assert done.returncode == 2
     assert "cannot read" in done.stderr and "nowhere.yaml" in done.stderr
+
+
+def test_services_run_with_and_without_role_history(tmp_path: Path) -> None:
+    workload = tmp_path / "services.yaml"
+    workload.write_text(TINY.replace("nodes: {count: 3, memory: 4Gi, vcore: 2}", "nodes: {count: 20, memory: 4Gi, vcore: 2}")
+                        + "services: {count: 1, roles: {master: 1, region: 4}, memory: 1Gi, vcore: 1, run_time: 10, "
+                          "down_time: 2, restarts: 2}\n", encoding="utf-8")
+    out = tmp_path / "out.json"
+    done = simulate(str(workload), "--policy", "fair", "--no-progress", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "1 service(s) of 1 master, 4 region" in done.stdout
+    assert "fair, no role history" in done.stdout and "service instances back on a used node" in done.stdout
+    assert "100.0 % (10 of 10)" in done.stdout
+    summaries = json.loads(out.read_text(encoding="utf-8"))["summaries"]
+    assert [(s["policy"], s["role_history"]) for s in summaries] == [("fair", True), ("fair", False)]
+    assert summaries[0]["services"] == {"instances": 10, "back": 10, "random_expected": summaries[0]["services"]["random_expected"]}

@@ -58,6 +58,17 @@ def test_a_resubmitted_application_comes_back_to_its_nodes(w: World) -> None:
     assert w.partition().role_histories.history_placements == 3
 
 
+def fill_history_node(world: World) -> str:
+    """Role "db" of history "svc" ran on a node, stopped, and something else filled the node
+    (950 of its 1000 memory); returns the node."""
+    [node] = start(world, "app-1", "db", 1)
+    world.remove_app("app-1")
+    world.add_app("filler")
+    world.ask("fill", "filler", {"memory": 950, "vcore": 1}, allocation_tags={si.TAG_REQUIRED_NODE: node})
+    cycle_until_idle(world)
+    return node
+
+
 def test_recent_list_is_newest_first_and_never_holds_a_node_twice(w: World) -> None:
     nodes = start(w, "app-1", "worker", 3)
     for i, _ in enumerate(nodes):
@@ -91,12 +102,7 @@ def test_roles_are_independent_and_a_role_never_shares_a_history_node(w: World) 
 
 
 def test_an_ask_that_does_not_fit_waits_for_its_node_then_falls_back(w: World) -> None:
-    [node] = start(w, "app-1", "db", 1)
-    w.remove_app("app-1")
-    # Something else fills the history node.
-    w.add_app("filler")
-    w.ask("fill", "filler", {"memory": 950, "vcore": 1}, allocation_tags={si.TAG_REQUIRED_NODE: node})
-    cycle_until_idle(w)
+    node = fill_history_node(w)
     assert w.app("filler").allocations["fill"].node_id == node
     w.add_app("app-2", tags={HISTORY_KEY_TAG: "svc", "pyscheduler.io/role-history.placement-timeout": "10s"})
     w.ask("db-0", "app-2", {"memory": 100, "vcore": 1}, allocation_tags={ROLE_TAG: "db"})
@@ -114,12 +120,53 @@ def test_an_ask_that_does_not_fit_waits_for_its_node_then_falls_back(w: World) -
     assert w.partition().role_histories.escalations == 1
 
 
-def test_strict_never_falls_back(w: World) -> None:
-    [node] = start(w, "app-1", "db", 1)
-    w.remove_app("app-1")
-    w.add_app("filler")
-    w.ask("fill", "filler", {"memory": 950, "vcore": 1}, allocation_tags={si.TAG_REQUIRED_NODE: node})
+def test_a_waiting_ask_holds_its_history_node_until_it_fits_there() -> None:
+    w = World()
+    try:
+        for node_id in ("node-a", "node-b"):
+            w.add_node(node_id, memory=1000, vcore=100)
+        [node] = start(w, "app-1", "db", 1)
+        other = "node-b" if node == "node-a" else "node-a"
+        w.remove_app("app-1")
+        w.add_app("filler")
+        w.ask("fill-history", "filler", {"memory": 950, "vcore": 1}, allocation_tags={si.TAG_REQUIRED_NODE: node})
+        # The other node has memory left but no vcore: only the history node could take more.
+        w.ask("fill-other", "filler", {"memory": 900, "vcore": 100}, allocation_tags={si.TAG_REQUIRED_NODE: other})
+        cycle_until_idle(w)
+        w.add_app("app-2", tags={HISTORY_KEY_TAG: "svc"})
+        w.ask("db-0", "app-2", {"memory": 100, "vcore": 1}, allocation_tags={ROLE_TAG: "db"})
+        cycle_until_idle(w)
+        hold = w.partition().reservations.by_key["db-0"]
+        assert hold.node_id == node and hold.history
+        # A small ask that fits only the history node's leftover is not placed there meanwhile.
+        w.add_app("batch")
+        w.ask("small", "batch", {"memory": 40, "vcore": 1})
+        cycle_until_idle(w)
+        assert "small" in w.app("batch").asks
+        # The node frees up: the waiting instance gets it first, then the hold is gone.
+        w.release("filler", "fill-history")
+        cycle_until_idle(w)
+        assert w.app("app-2").allocations["db-0"].node_id == node
+        assert w.app("batch").allocations["small"].node_id == node
+        assert "db-0" not in w.partition().reservations.by_key
+    finally:
+        w.close()
+
+
+def test_the_hold_ends_at_the_placement_timeout(w: World) -> None:
+    node = fill_history_node(w)
+    w.add_app("app-2", tags={HISTORY_KEY_TAG: "svc", "pyscheduler.io/role-history.placement-timeout": "5s"})
+    w.ask("db-0", "app-2", {"memory": 100, "vcore": 1}, allocation_tags={ROLE_TAG: "db"})
     cycle_until_idle(w)
+    assert w.partition().reservations.by_key["db-0"].node_id == node
+    w.clock.advance(5.001)
+    cycle_until_idle(w)
+    assert "db-0" not in w.partition().reservations.by_key
+    assert w.app("app-2").allocations["db-0"].node_id != node
+
+
+def test_strict_never_falls_back(w: World) -> None:
+    node = fill_history_node(w)
     w.add_app("app-2", tags={HISTORY_KEY_TAG: "svc", "pyscheduler.io/role-history.policy": "strict"})
     w.ask("db-0", "app-2", {"memory": 100, "vcore": 1}, allocation_tags={ROLE_TAG: "db"})
     w.clock.advance(3600.0)

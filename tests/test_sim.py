@@ -218,3 +218,55 @@ def test_progress_bar_on_a_pipe_prints_tenths(tmp_path: Path) -> None:
     out.seek(0)
     lines = out.read().splitlines()
     assert len(lines) == 11 and lines[-1].startswith("fair [##############################] 100.0 %")
+
+
+# -- services with roles (role history) ----------------------------------------------------------
+
+SERVICES = {
+    **SMALL,
+    "nodes": {"count": 40, "memory": "8Gi", "vcore": 4},
+    "services": {"count": 2, "roles": {"master": 1, "region": 6}, "memory": "1Gi", "vcore": 1,
+                 "start": 0.5, "run_time": 20, "down_time": 5, "restarts": 2},
+}
+
+
+def test_services_are_generated_as_incarnations_with_roles() -> None:
+    spec = WorkloadSpec.from_mapping(SERVICES)
+    plan = spec.generate()
+    services = [app for app in plan.apps if app.history_key]
+    assert [a.app_id for a in services] == [f"svc-{s:03d}-{g}" for s in range(2) for g in range(3)]
+    first, second = services[0], services[1]
+    assert first.after == "" and first.arrival == 0.5 and second.after == "svc-000-0" and second.arrival == 5
+    assert [a.role for a in first.asks] == ["master"] + ["region"] * 6 and first.queue == "root.services"
+    # The batch part is drawn exactly as without services.
+    assert plan.apps[: len(plan.apps) - 6] == WorkloadSpec.from_mapping(SMALL).generate().apps
+    assert WorkloadSpec.from_mapping(spec.to_mapping()) == spec
+    assert '"name": "services"' in spec.queues_yaml("fair")
+
+
+@pytest.mark.parametrize(("services", "message"), [
+    ({"count": -1}, "services.count"),
+    ({"count": 1, "roles": {}}, "services.roles"),
+    ({"count": 1, "roles": {"r": 0}}, "services.roles.r"),
+    ({"count": 1, "memory": "64Gi"}, "does not fit a node"),
+    ({"count": 1, "run_time": 0}, "services.run_time"),
+    ({"count": 1, "restarts": -2}, "services.restarts"),
+    ({"count": 1, "queue": "a"}, "must be a leaf queue of its own"),
+    ({"count": 1, "surprise": 1}, "unknown key 'surprise'"),
+])
+def test_invalid_services_name_the_problem(services: dict[str, object], message: str) -> None:
+    with pytest.raises(WorkloadError, match=message):
+        WorkloadSpec.from_mapping({**SMALL, "services": services})
+
+
+def test_role_history_brings_service_instances_back_and_anywhere_does_not() -> None:
+    spec = WorkloadSpec.from_mapping(SERVICES)
+    summaries = run_policies(spec, ("fair",))
+    assert [s.label for s in summaries] == ["fair", "fair, no role history"]
+    on, off = summaries
+    assert on.completed and off.completed and on.services is not None and off.services is not None
+    assert on.services.instances == off.services.instances == 2 * 2 * 7
+    # 40 nodes, a lightly loaded cluster: every instance comes back with role history.
+    assert on.services.fraction == 1.0
+    assert off.services.fraction < 0.9
+    assert 0 < on.services.random_expected < 0.5

@@ -78,7 +78,7 @@ def test_the_wheel_ships_only_the_product() -> None:
 
 
 def test_every_module_imports_without_the_web_stack(tmp_path: Path) -> None:
-    """The core wheel and its declared dependency (PyYAML, from dist/deps: no index), nothing
+    """The core wheel and its declared dependencies (PyYAML, fsspec, from dist/deps: no index), nothing
     else: every module of the installed package imports, and Flask is not there to lean on."""
     deps = ROOT / "dist" / "deps"
     if not any(deps.glob("*.whl")):

@@ -28,6 +28,9 @@ class Reservation:
     required: bool
     #: Monotonic time it was made.
     since: float
+    #: Holds the node for an ask waiting for its role history node (placement timeout
+    #: applies; made with ``required``, so only that node is tried and it is not displaced).
+    history: bool = False
 
 
 class Reservations:
@@ -56,8 +59,8 @@ class Reservations:
             return True
         return required and all(r.required for r in held.values())
 
-    def reserve(self, ask: Allocation, node: Node, required: bool, now: float) -> Reservation:
-        reservation = Reservation(ask.application_id, ask.allocation_key, node.node_id, required, now)
+    def reserve(self, ask: Allocation, node: Node, required: bool, now: float, *, history: bool = False) -> Reservation:
+        reservation = Reservation(ask.application_id, ask.allocation_key, node.node_id, required, now, history)
         self.by_key[ask.allocation_key] = reservation
         self._by_node.setdefault(node.node_id, {})[ask.allocation_key] = reservation
         node.reservations[ask.allocation_key] = ask.resource

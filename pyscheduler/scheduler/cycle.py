@@ -9,7 +9,9 @@ Per partition, under its lock:
    Parents sort those children fairly (by YuniKorn's currentPriority: offsets and fences
    applied), leaves sort their applications with asks (fifo or fair; priority second where
    ``application.sort.priority`` is disabled), applications walk their asks by priority then age. An ask must fit the user headroom and the queue headroom; a required-node ask
-   only tries its node and otherwise reserves it at once; any other ask takes the first node
+   only tries its node and otherwise reserves it at once; an ask with a role tries its role
+   history node first (pyscheduler.policies.role_history) and, when it does not fit there,
+   holds it with a reservation until its placement timeout; any other ask takes the first node
    in the node order that fits and that the RM's predicates accept. An ask that fits no node
    and is older than the reservation delay reserves the node it fits best.
 
@@ -35,7 +37,7 @@ from pyscheduler.objects.node import Node
 from pyscheduler.objects.partition import Partition
 from pyscheduler.objects.queue import ObjectState, Queue
 from pyscheduler.policies.node_ordering import Cursor
-from pyscheduler.policies.role_history import Placement, history_key_of, role_of, role_settings
+from pyscheduler.policies.role_history import Placement, history_key_of, role_of
 from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
 from pyscheduler.si.callback import check_predicates
 from pyscheduler.si.messages import PredicatesArgs
@@ -207,7 +209,7 @@ class SchedulingCycle:
         if not role:
             return None
         history = partition.role_histories.get_or_create(history_key_of(app.app_id, app.tags))
-        settings = role_settings(role, app.tags, queue.properties)
+        settings = history.settings(role, app.tags, queue.properties)
         escalated_before = history.escalations
         placement = history.choose(
             ask.allocation_key, role, settings, self.context.clock.monotonic(),
@@ -220,11 +222,17 @@ class SchedulingCycle:
 
     def _try_history_node(self, partition: Partition, app: Application, ask: Allocation, node_id: str,
                           now_ns: int) -> Decision | None:
-        """The ask on its history node, or it waits there (logged on the ask)."""
+        """The ask on its history node, or it waits there (logged on the ask), holding the node
+        with a reservation when its capacity can take the ask: other asks are not placed there
+        while it waits, so the node frees up for it (the reserved-asks phase tries it again and
+        ends the hold at the placement timeout)."""
         node = partition.nodes.get(node_id)
         if node is not None and node.schedulable and node.fits(ask.resource) and self._predicates_pass(partition, ask, node):
             return self._commit(partition, app, ask, node)
         ask.log_failure(HISTORY_WAIT_PREFIX + node_id, now_ns)
+        if (node is not None and node.schedulable and node.fits_capacity(ask.resource)
+                and partition.reservations.can_reserve(node, required=True)):
+            partition.reservations.reserve(ask, node, required=True, now=self.context.clock.monotonic(), history=True)
         return None
 
     # -- nodes ---------------------------------------------------------------------------------------
@@ -294,7 +302,10 @@ class SchedulingCycle:
         return None
 
     def _predicates_pass(self, partition: Partition, ask: Allocation, node: Node) -> bool:
-        reason = check_predicates(self.context.predicates_for(partition), PredicatesArgs(ask.allocation_key, node.node_id, True))
+        predicates = self.context.predicates_for(partition)
+        if predicates is None:
+            return True
+        reason = check_predicates(predicates, PredicatesArgs(ask.allocation_key, node.node_id, True))
         if reason:
             ask.log_failure(reason, self.context.clock.now_ns())
         return not reason
@@ -348,6 +359,12 @@ class SchedulingCycle:
                 partition.reservations.unreserve(reservation.allocation_key, node)
                 continue
             queue = app.queue
+            if reservation.history and queue is not None:
+                placement = self._history_placement(partition, queue, app, ask)
+                if placement is None or placement.node_id != node.node_id:
+                    # Its placement timeout passed: the hold ends, the ask takes the normal order.
+                    partition.reservations.unreserve(reservation.allocation_key, node)
+                    continue
             if queue is None or not self._fits_headroom(partition, queue, app, ask):
                 continue
             # An app that is not running yet may have become unrunnable since it reserved

@@ -3,9 +3,10 @@
 The seed's design (Slider saved synchronously, inside its lock, after every start and stop).
 :class:`RoleHistorySaver` runs one background thread that wakes every ``delay`` seconds (1 s by
 default: the most a crash loses of what the scheduler learnt). For each partition whose role
-histories changed since its last save, it takes a snapshot under the partition's lock (only the
-histories that changed are walked again; the others' entries are reused) and, with no lock
-held, writes the file through the :class:`~pyscheduler.policies.role_history.store.HistoryStore`.
+histories changed since its last save, it takes a snapshot under the partition's lock, a chunk
+of histories (about 2,000 entries) per hold, so the scheduling cycle waits at most that long
+(only the histories that changed are walked again; the others' entries are reused), and, with
+no lock held, writes the file through the :class:`~pyscheduler.policies.role_history.store.HistoryStore`.
 A save that fails is counted, logged and retried at the next wake-up; it never stops the
 thread or the scheduler. Stopping saves once more, so a clean shutdown loses nothing.
 
@@ -71,11 +72,12 @@ class RoleHistorySaver:
         with self._saving:
             for partition in list(self.context.partitions.values()):
                 name = external_name(partition.name)
+                histories = partition.role_histories
                 with partition.lock:
-                    histories = partition.role_histories
-                    if name not in self._failed and not histories.changed_since_snapshot():
-                        continue
-                    entries = histories.snapshot()
+                    changed = name in self._failed or histories.changed_since_snapshot()
+                if not changed:
+                    continue
+                entries = histories.snapshot(partition.lock)
                 started = time.perf_counter()
                 try:
                     self.store.save(name, self.context.clock.now_ns() // 1_000_000, entries)

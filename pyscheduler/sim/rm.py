@@ -37,6 +37,7 @@ from typing import Final, Literal
 
 from pyscheduler.common.clock import ManualClock
 from pyscheduler.common.resources import MEMORY, VCORE, Resource
+from pyscheduler.policies.role_history.settings import HISTORY_KEY_TAG, ROLE_TAG, TAG_PREFIX, PlacementPolicy
 from pyscheduler.si.events import EventRecord
 from pyscheduler.si import messages as si
 from pyscheduler.rmproxy.proxy import RMProxy
@@ -120,6 +121,10 @@ class SimulationRecord:
     peak_memory: int = 0
     peak_vcore: int = 0
     peak_nodes_in_use: int = 0
+    #: Service instances placed: (history key, role, incarnation, node id), in arrival order.
+    role_instances: list[tuple[str, str, int, str]] = field(default_factory=list)
+    #: Role history was used for the services (False: their roles were placed "anywhere").
+    role_history: bool = True
     cluster_memory: int = 0
     cluster_vcore: int = 0
     node_count: int = 0
@@ -148,6 +153,7 @@ class SimulatedRM:
         native_node_ordering: bool = True,
         speed: float = 100.0,
         progress: ProgressFunc | None = None,
+        role_history: bool = True,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -177,7 +183,15 @@ class SimulatedRM:
             node_count=spec.node_count,
             node_memory=spec.node_memory,
             node_vcore=spec.node_vcore,
+            role_history=role_history,
         )
+        # A service's later incarnations, by the application they follow (submitted once it
+        # is removed), and each service ask's (history key, role, incarnation).
+        self._followers: dict[str, AppPlan] = {app.after: app for app in workload.apps if app.after}
+        self._service_asks: dict[str, tuple[str, str, int]] = {
+            ask.key: (app.history_key, ask.role, app.generation) for app in workload.apps if app.history_key
+            for ask in app.asks
+        }
         # The event heap: (simulated time, kind, sequence, payload). The sequence keeps equal
         # times in insertion order, so the run never depends on comparing payloads.
         self._heap: list[tuple[float, int, int, _Payload]] = []
@@ -220,6 +234,9 @@ class SimulatedRM:
                 record.allocations += 1
                 record.latencies.append(now - submitted)
                 self._running[key] = alloc.node_id
+                service = self._service_asks.get(key)
+                if service is not None:
+                    record.role_instances.append((*service, alloc.node_id))
                 self._change_usage(now, alloc.node_id, memory, vcore)
                 self._push(now + run_time, _RELEASE, (app_id, key))
             for release in response.released:
@@ -338,7 +355,8 @@ class SimulatedRM:
         self.proxy.update_node(si.NodeRequest(nodes=nodes, rm_id=RM_ID))
         with self._cond:
             for app in self.workload.apps:
-                self._push(app.arrival, _SUBMIT, app)
+                if not app.after:
+                    self._push(app.arrival, _SUBMIT, app)
 
     def _apply(self, due: list[tuple[float, int, int, _Payload]]) -> None:
         """Sends what fell due: releases (one request), then removals of the applications those
@@ -377,6 +395,11 @@ class SimulatedRM:
         with self._cond:
             done, self._to_remove = self._to_remove, []
             self.record.apps_completed += len(done)
+            now = self.clock.monotonic()
+            for app_id in done:
+                follower = self._followers.get(app_id)
+                if follower is not None:  # the service's next incarnation, after its down time
+                    self._push(now + follower.arrival, _SUBMIT, follower)
         if done:
             removals = tuple(si.RemoveApplicationRequest(application_id=a, partition_name="default") for a in done)
             self.proxy.update_application(si.ApplicationRequest(remove=removals, rm_id=RM_ID))
@@ -388,6 +411,7 @@ class SimulatedRM:
                 queue_name=app.queue,
                 partition_name="default",
                 ugi=si.UserGroupInformation(user=USER),
+                tags=self._service_tags(app),
             )
             for app in apps
         )
@@ -415,10 +439,20 @@ class SimulatedRM:
                             priority=app.priority,
                             application_id=app.app_id,
                             partition_name="default",
+                            allocation_tags={ROLE_TAG: ask.role} if ask.role else {},
                         )
                     )
         if asks:
             self.proxy.update_allocation(si.AllocationRequest(allocations=tuple(asks), rm_id=RM_ID))
+
+    def _service_tags(self, app: AppPlan) -> dict[str, str]:
+        """A service's history key; with role history off, its roles placed anywhere."""
+        if not app.history_key:
+            return {}
+        tags = {HISTORY_KEY_TAG: app.history_key}
+        if not self.record.role_history:
+            tags[f"{TAG_PREFIX}policy"] = PlacementPolicy.ANYWHERE.value
+        return tags
 
     def _report_progress(self) -> None:
         if self._progress is not None:

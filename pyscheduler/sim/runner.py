@@ -23,6 +23,7 @@ from pyscheduler.sim.workload import Workload, WorkloadSpec
 __all__ = [
     "LatencySummary",
     "ProgressBar",
+    "ServicesSummary",
     "SimulationSummary",
     "UtilisationSummary",
     "format_summaries",
@@ -116,6 +117,44 @@ class UtilisationSummary:
 
 
 @dataclass(frozen=True)
+class ServicesSummary:
+    """Where the instances of a service's later incarnations landed.
+
+    ``instances``: instances placed in incarnations after the first; ``back``: those placed on a
+    node their role (same service) ran on in an earlier incarnation; ``random_expected``: what
+    placing each of them on a node drawn at random would give on average (the size of its
+    role's set of used nodes over the number of nodes)."""
+
+    instances: int
+    back: int
+    random_expected: float
+
+    @property
+    def fraction(self) -> float:
+        return self.back / self.instances if self.instances else 0.0
+
+    @classmethod
+    def of(cls, record: SimulationRecord) -> ServicesSummary | None:
+        if not record.role_instances:
+            return None
+        by_incarnation: dict[tuple[str, str], dict[int, list[str]]] = {}
+        for key, role, generation, node_id in record.role_instances:
+            by_incarnation.setdefault((key, role), {}).setdefault(generation, []).append(node_id)
+        instances = back = 0
+        expected = 0.0
+        for incarnations in by_incarnation.values():
+            before: set[str] = set()  # nodes the role used in earlier incarnations
+            for generation in sorted(incarnations):
+                placed = incarnations[generation]
+                if generation > 0:
+                    instances += len(placed)
+                    back += sum(node_id in before for node_id in placed)
+                    expected += len(placed) * len(before) / max(record.node_count, 1)
+                before.update(placed)
+        return cls(instances, back, expected / instances if instances else 0.0)
+
+
+@dataclass(frozen=True)
 class SimulationSummary:
     """One run of a workload with one node sort policy."""
 
@@ -141,6 +180,15 @@ class SimulationSummary:
     utilisation: UtilisationSummary
     completed: bool
     problems: tuple[str, ...]
+    #: Services (role history's workload): whether role history placed them, and how their
+    #: later incarnations' instances landed (None without services).
+    role_history: bool = True
+    services: ServicesSummary | None = None
+
+    @property
+    def label(self) -> str:
+        """The run's column heading: the policy, and whether role history was off."""
+        return self.policy if self.role_history or self.services is None else f"{self.policy}, no role history"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (nested dicts for latency and utilisation)."""
@@ -171,6 +219,8 @@ def summarise(record: SimulationRecord, seed: int) -> SimulationSummary:
         completed=record.completed,
         # Many rejections would flood a report: keep the first few, and say how many.
         problems=_first_problems(record.problems),
+        role_history=record.role_history,
+        services=ServicesSummary.of(record),
     )
 
 
@@ -189,6 +239,7 @@ def run_simulation(
     speed: float = 100.0,
     timeout: float = 600.0,
     progress: ProgressFunc | None = None,
+    role_history: bool = True,
 ) -> SimulationSummary:
     """Runs a workload to completion on a fresh core and summarises it.
 
@@ -197,7 +248,8 @@ def run_simulation(
     """
     plan = workload.generate() if isinstance(workload, WorkloadSpec) else workload
     rm = SimulatedRM(
-        plan, policy=policy, mode=mode, native_node_ordering=native_node_ordering, speed=speed, progress=progress
+        plan, policy=policy, mode=mode, native_node_ordering=native_node_ordering, speed=speed, progress=progress,
+        role_history=role_history,
     )
     return summarise(rm.run(timeout=timeout), plan.spec.seed)
 
@@ -212,9 +264,11 @@ def run_policies(
     timeout: float = 600.0,
     progress: Callable[[str], ProgressFunc | None] | None = None,
 ) -> list[SimulationSummary]:
-    """Runs the same generated workload once per policy. ``progress(policy)`` may return the
-    progress function for that policy's run."""
+    """Runs the same generated workload once per policy; with services, once with role history
+    and once without per policy (the label says which). ``progress(label)`` may return the
+    progress function for that run."""
     plan = spec.generate()
+    variants = (True, False) if spec.services.count else (True,)
     return [
         run_simulation(
             plan,
@@ -223,9 +277,11 @@ def run_policies(
             native_node_ordering=native_node_ordering,
             speed=speed,
             timeout=timeout,
-            progress=progress(policy) if progress is not None else None,
+            progress=progress(policy if history else f"{policy}, no role history") if progress is not None else None,
+            role_history=history,
         )
         for policy in policies
+        for history in variants
     ]
 
 
@@ -237,11 +293,20 @@ def describe_workload(spec: WorkloadSpec, plan: Workload | None = None) -> str:
     plan = plan or spec.generate()
     queues = ", ".join(f"{q} ({w:g})" for q, w in zip(spec.queues, spec.queue_weights, strict=True))
     arrival = "all at once" if spec.arrival == "burst" else f"{spec.arrival}, {spec.arrival_rate:g}/s"
-    return (
+    text = (
         f"workload (seed {spec.seed}): {spec.node_count:,} nodes of {_gib(spec.node_memory)} / "
         f"{_cores(spec.node_vcore)}; {len(plan.apps):,} applications, {plan.total_asks:,} asks; "
         f"queues {queues}; arrivals {arrival}; run times {spec.run_time.low:g}-{spec.run_time.high:g} s"
     )
+    services = spec.services
+    if services.count:
+        roles = ", ".join(f"{n} {role}" for role, n in services.roles)
+        text += (
+            f"; {services.count} service(s) of {roles} ({_gib(services.memory)} / {_cores(services.vcore)} each) "
+            f"in {services.queue}, from {services.start:g} s: run {services.run_time:g} s, down "
+            f"{services.down_time:g} s, {services.restarts} restart(s)"
+        )
+    return text
 
 
 def _gib(value: float) -> str:
@@ -258,6 +323,12 @@ def _seconds(value: float) -> str:
     if value >= 1:
         return f"{value:.2f} s"
     return f"{value * 1000:.1f} ms"
+
+
+def _services_back(services: ServicesSummary | None) -> str:
+    if services is None:
+        return "-"
+    return f"{_pct(services.fraction)} ({services.back:,} of {services.instances:,})"
 
 
 def _pct(value: float) -> str:
@@ -287,12 +358,17 @@ def format_summaries(summaries: Sequence[SimulationSummary]) -> str:
         ("packing of nodes in use", lambda s: _pct(s.utilisation.packing)),
         ("completed", lambda s: "yes" if s.completed else "NO"),
     ]
+    if any(s.services is not None for s in summaries):
+        rows[-1:-1] = [
+            ("service instances back on a used node", lambda s: _services_back(s.services)),
+            ("random placement would give", lambda s: _pct(s.services.random_expected) if s.services else "-"),
+        ]
     table = format_table(
-        ["", *(s.policy for s in summaries)],
+        ["", *(s.label for s in summaries)],
         [[label, *(cell(s) for s in summaries)] for label, cell in rows],
         align="l" + "r" * len(summaries),
     )
-    notes = [f"- {s.policy}: {problem}" for s in summaries for problem in s.problems]
+    notes = [f"- {s.label}: {problem}" for s in summaries for problem in s.problems]
     return table + ("\n\nProblems:\n" + "\n".join(notes) if notes else "")
 
 

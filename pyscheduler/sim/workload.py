@@ -37,6 +37,7 @@ __all__ = [
     "AskPlan",
     "FloatRange",
     "IntRange",
+    "ServiceSpec",
     "Workload",
     "WorkloadError",
     "WorkloadSpec",
@@ -106,12 +107,14 @@ class FloatRange:
 
 @dataclass(frozen=True)
 class AskPlan:
-    """One ask of a generated application: its key, size and how long its allocation runs."""
+    """One ask of a generated application: its key, size and how long its allocation runs;
+    for a service's instance, its role."""
 
     key: str
     memory: int
     vcore: int
     run_time: float
+    role: str = ""
 
 
 @dataclass(frozen=True)
@@ -120,9 +123,16 @@ class AppPlan:
 
     app_id: str
     queue: str
+    #: Seconds from the start; for a service's later incarnation (``after`` set), seconds
+    #: after the previous incarnation was removed.
     arrival: float
     priority: int
     asks: tuple[AskPlan, ...]
+    #: A service's incarnation: its role history key, the application it follows, and its
+    #: number (0: the first submission).
+    history_key: str = ""
+    after: str = ""
+    generation: int = 0
 
 
 @dataclass(frozen=True)
@@ -145,6 +155,109 @@ class Workload:
         return self.spec.node_count * self.spec.node_vcore
 
 
+# -- services with roles -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """Long-lived services made of roles (role history's workload), stopped and started again.
+
+    Each of ``count`` services is submitted at ``start`` as an application with history key
+    ``svc-NNN`` and one ask per instance of each role (the ``pyscheduler.io/role`` tag). Its
+    instances run ``run_time`` seconds; once all have stopped the application is removed, and
+    ``down_time`` seconds later the service is submitted again (a new application id, the same
+    history key), ``restarts`` times. Off by default (``count: 0``).
+    """
+
+    count: int = 0
+    #: (role name, instances) in submission order.
+    roles: tuple[tuple[str, int], ...] = (("master", 1), ("region", 30))
+    memory: int = 8 * GIB
+    vcore: int = 2_000
+    queue: str = "root.services"
+    start: float = 0.0
+    run_time: float = 300.0
+    down_time: float = 60.0
+    restarts: int = 3
+
+    def problems(self, node_memory: int, node_vcore: int) -> list[str]:
+        if self.count < 0:
+            return [f"services.count: must be zero or more, got {self.count}"]
+        if self.count == 0:
+            return []
+        problems: list[str] = []
+        if not self.roles:
+            problems.append("services.roles: at least one role is needed")
+        for name, instances in self.roles:
+            if not _ROLE_NAME.match(name):
+                problems.append(f"services.roles: {name!r} is not a role name (letters, digits, '_', '-', '.')")
+            if instances < 1:
+                problems.append(f"services.roles.{name}: must be at least 1, got {instances}")
+        if not (self.memory > 0 and self.vcore > 0):
+            problems.append(f"services: memory and vcore must be positive, got {self.memory}, {self.vcore}")
+        if self.memory > node_memory or self.vcore > node_vcore:
+            problems.append("services: an instance does not fit a node")
+        for key, value, minimum in (("start", self.start, 0.0), ("run_time", self.run_time, 1e-3),
+                                    ("down_time", self.down_time, 0.0)):
+            if not (math.isfinite(value) and value >= minimum):
+                problems.append(f"services.{key}: must be a finite number of seconds >= {minimum:g}, got {value}")
+        if self.restarts < 0:
+            problems.append(f"services.restarts: must be zero or more, got {self.restarts}")
+        parts = self.queue.split(".")
+        if parts[0] != "root" or len(parts) < 2 or not all(_QUEUE_NAME.match(p) for p in parts[1:]):
+            problems.append(f"services.queue: {self.queue!r} is not a leaf queue path")
+        return problems
+
+    def plans(self) -> list[AppPlan]:
+        """Every incarnation of every service (no random draws: the batch workload's stream
+        is the same with or without services)."""
+        plans: list[AppPlan] = []
+        for s in range(self.count):
+            key = f"svc-{s:03d}"
+            for g in range(self.restarts + 1):
+                app_id = f"{key}-{g}"
+                asks = tuple(
+                    AskPlan(f"{app_id}-{role}-{i:03d}", self.memory, self.vcore, self.run_time, role)
+                    for role, instances in self.roles for i in range(instances)
+                )
+                plans.append(AppPlan(app_id, self.queue, self.start if g == 0 else self.down_time, 0, asks,
+                                     history_key=key, after=f"{key}-{g - 1}" if g else "", generation=g))
+        return plans
+
+    def to_mapping(self) -> dict[str, Any]:
+        return {"count": self.count, "roles": dict(self.roles), "memory": self.memory,
+                "vcore": _millicores(self.vcore), "queue": self.queue, "start": self.start,
+                "run_time": self.run_time, "down_time": self.down_time, "restarts": self.restarts}
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any]) -> ServiceSpec:
+        default = cls()
+        values: dict[str, Any] = {}
+        if "count" in data:
+            values["count"] = _int(data["count"], "services.count")
+        if "roles" in data:
+            roles = data["roles"]
+            if not isinstance(roles, Mapping) or not roles:
+                raise WorkloadError(f"services.roles: expected a mapping of role name to instances, got {roles!r}")
+            values["roles"] = tuple((str(name), _int(n, f"services.roles.{name}")) for name, n in roles.items())
+        if "memory" in data:
+            values["memory"] = _quantity(MEMORY, data["memory"], "services.memory")
+        if "vcore" in data:
+            values["vcore"] = _quantity(VCORE, data["vcore"], "services.vcore")
+        if "queue" in data:
+            values["queue"] = _queue_path(data["queue"])
+        for key in ("start", "run_time", "down_time"):
+            if key in data:
+                values[key] = _float(data[key], f"services.{key}")
+        if "restarts" in data:
+            values["restarts"] = _int(data["restarts"], "services.restarts")
+        return cls(**{**{f: getattr(default, f) for f in _SERVICE_KEYS}, **values})
+
+
+_SERVICE_KEYS: Final = ("count", "roles", "memory", "vcore", "queue", "start", "run_time", "down_time", "restarts")
+_ROLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,63}$")
+
+
 # -- the spec ----------------------------------------------------------------------------------
 
 #: The file key each field is read from, so that errors name what the user wrote.
@@ -164,6 +277,7 @@ _KEY_OF_FIELD: Final = {
     "arrival": "arrival.pattern",
     "arrival_rate": "arrival.rate",
     "cycle_time": "cycle_time",
+    "services": "services",
 }
 
 _INT32_MAX: Final = (1 << 31) - 1
@@ -203,6 +317,8 @@ class WorkloadSpec:
     #: cycle, this is what makes a burst of asks queue up in simulated time (0.1 ms: about
     #: the 10,000 allocations/s the core manages; 0 makes every cycle instantaneous).
     cycle_time: float = 0.0001
+    #: Services with roles, stopped and started again (none by default).
+    services: ServiceSpec = ServiceSpec()
 
     def __post_init__(self) -> None:
         for reason in self._problems():
@@ -274,6 +390,13 @@ class WorkloadSpec:
                             f"got {self.arrival_rate}")
         if not (math.isfinite(self.cycle_time) and self.cycle_time >= 0):
             problems.append(f"{k['cycle_time']}: must be zero or a positive number of seconds, got {self.cycle_time}")
+        problems += self.services.problems(self.node_memory, self.node_vcore)
+        if self.services.count and any(
+            q == self.services.queue or q.startswith(self.services.queue + ".") or self.services.queue.startswith(q + ".")
+            for q in self.queues
+        ):
+            problems.append(f"services.queue: {self.services.queue!r} must be a leaf queue of its own, not one of "
+                            "the batch queues, their parent or their child")
         return problems
 
     # -- generation ---------------------------------------------------------------------------
@@ -306,13 +429,13 @@ class WorkloadSpec:
                 arrival += 1.0 / self.arrival_rate
             elif self.arrival == "poisson":
                 arrival += rng.expovariate(self.arrival_rate)
-        return Workload(self, tuple(apps))
+        return Workload(self, tuple(apps) + tuple(self.services.plans()))
 
     def queues_yaml(self, policy: str) -> str:
         """The queues.yaml for this workload: one partition, the listed leaves (and the parents
         they need) under a root open to everyone, with node sort policy ``policy``."""
         tree: dict[str, Any] = {}
-        for path in self.queues:
+        for path in self.queues + ((self.services.queue,) if self.services.count else ()):
             node = tree
             for name in path.split(".")[1:]:
                 node = node.setdefault(name, {})
@@ -356,6 +479,7 @@ class WorkloadSpec:
             },
             "arrival": {"pattern": self.arrival, "rate": self.arrival_rate},
             "cycle_time": self.cycle_time,
+            "services": self.services.to_mapping(),
         }
 
     @classmethod
@@ -365,7 +489,7 @@ class WorkloadSpec:
         if not isinstance(data, Mapping):
             raise WorkloadError(f"a workload is a mapping of keys to values, got {type(data).__name__}")
         default = cls()
-        _only(data, "", ("seed", "nodes", "queues", "applications", "arrival", "cycle_time"))
+        _only(data, "", ("seed", "nodes", "queues", "applications", "arrival", "cycle_time", "services"))
         values: dict[str, Any] = {}
         if "seed" in data:
             values["seed"] = _int(data["seed"], "seed")
@@ -401,6 +525,9 @@ class WorkloadSpec:
             values["arrival_rate"] = _float(arrival["rate"], "arrival.rate")
         if "cycle_time" in data:
             values["cycle_time"] = _float(data["cycle_time"], "cycle_time")
+        services = _section(data, "services", _SERVICE_KEYS)
+        if services:
+            values["services"] = ServiceSpec.from_mapping(services)
         merged = {name: getattr(default, name) for name in _KEY_OF_FIELD}
         merged.update(values)
         return cls(**merged)

@@ -107,7 +107,13 @@ def test_connections_over_the_cap_get_a_json_503_at_once(start_server: Callable[
             extra.close()
         assert answer.startswith(b"HTTP/1.1 503")
         assert b'"status_code":503' in answer
-    assert _health_seconds(server) < PROMPT
+    # The server sees the closes on its next loop turn: a check racing them may still meet the
+    # full cap (a 503, "try again later"); within PROMPT the cap is free again.
+    began = time.monotonic()
+    while requests.get(server.url + HEALTH, timeout=10, headers={"Connection": "close"}).status_code == 503:
+        assert time.monotonic() - began < PROMPT
+        time.sleep(0.01)
+    assert time.monotonic() - began < PROMPT
 
 
 def test_long_request_lines_and_headers_are_served_up_to_go_s_limit(hardened: Server) -> None:

@@ -32,7 +32,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from json.encoder import encode_basestring_ascii
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
+
+from pyscheduler.common.errors import SchedulerValueError
 
 __all__ = [
     "FILE_PATTERN",
@@ -50,12 +52,14 @@ FORMAT_VERSION: Final = 1
 FILE_PATTERN: Final = re.compile(r"^rolehistory-([0-9a-f]{16})\.json$")
 
 
-class HistoryFileError(ValueError):
+class HistoryFileError(SchedulerValueError):
     """A history file that must not be used (the loader falls back to an older one)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SavedEntry:
+class SavedEntry(NamedTuple):
+    """One (history key, node, role) as saved (a tuple: snapshots make 100,000 of them under
+    the partition's lock, and a dataclass costs several times more to build)."""
+
     key: str
     node_id: str
     role: str
@@ -87,20 +91,21 @@ def saved_ms_of(name: str) -> int | None:
 def encode(partition: str, saved_ms: int, entries: Iterable[SavedEntry]) -> bytes:
     """The file for ``entries`` saved at ``saved_ms``."""
     role_ids: dict[str, int] = {}
-    quoted: dict[str, str] = {}
-
-    def q(text: str) -> str:
-        found = quoted.get(text)
-        if found is None:
-            found = quoted[text] = encode_basestring_ascii(text)
-        return found
-
+    quoted: dict[str, str] = {}  # each key and node name JSON-encoded once
     lines: list[str] = []
-    for e in entries:
-        role_id = role_ids.setdefault(e.role, len(role_ids))
-        active = "true" if e.active else "false"
-        lines.append(f'{{"type":"entry","key":{q(e.key)},"node":{q(e.node_id)},"role":{role_id},'
-                     f'"active":{active},"last_used":{int(e.last_used_ms)}}}\n')
+    append = lines.append
+    for key, node_id, role, active, last_used in entries:
+        qk = quoted.get(key)
+        if qk is None:
+            qk = quoted[key] = encode_basestring_ascii(key)
+        qn = quoted.get(node_id)
+        if qn is None:
+            qn = quoted[node_id] = encode_basestring_ascii(node_id)
+        role_id = role_ids.get(role)
+        if role_id is None:
+            role_id = role_ids[role] = len(role_ids)
+        append(f'{{"type":"entry","key":{qk},"node":{qn},"role":{role_id},'
+               f'"active":{"true" if active else "false"},"last_used":{last_used}}}\n')
     savedate = datetime.fromtimestamp(saved_ms / 1000, tz=timezone.utc).isoformat()
     header = json.dumps({"type": "header", "version": FORMAT_VERSION, "saved": saved_ms, "savedate": savedate,
                          "partition": partition, "entries": len(lines)}, separators=(",", ":"))

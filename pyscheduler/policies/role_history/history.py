@@ -22,12 +22,12 @@ failure window.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 from pyscheduler.policies.role_history.entry import NodeEntry
 from pyscheduler.policies.role_history.file_format import SavedEntry
-from pyscheduler.policies.role_history.settings import PlacementPolicy, RoleSettings
+from pyscheduler.policies.role_history.settings import PlacementPolicy, RoleSettings, role_settings
 
 __all__ = ["Placement", "RoleHistory"]
 
@@ -99,6 +99,9 @@ class RoleHistory:
         self.version = 0
         #: Asks sent to the normal node order by the placement timeout.
         self.escalations = 0
+        # Per role: the settings and the tags and properties they were read from (the cycle
+        # asks for them per pending ask; a new tags or properties object means a new reading).
+        self._settings: dict[str, tuple[Mapping[str, str], Mapping[str, str], RoleSettings]] = {}
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -119,6 +122,17 @@ class RoleHistory:
     def target_of(self, allocation_key: str) -> str | None:
         target = self._targets.get(allocation_key)
         return target.node_id if target is not None else None
+
+    def settings(self, role: str, app_tags: Mapping[str, str], queue_properties: Mapping[str, str]) -> RoleSettings:
+        """The role's settings (:func:`role_settings`), read again only when the application's
+        tags or the queue's properties are other objects than last time (a queue's properties
+        are replaced, never changed in place, when its configuration changes)."""
+        cached = self._settings.get(role)
+        if cached is not None and cached[0] is app_tags and cached[1] is queue_properties:
+            return cached[2]
+        settings = role_settings(role, app_tags, queue_properties)
+        self._settings[role] = (app_tags, queue_properties, settings)
+        return settings
 
     # -- placement ------------------------------------------------------------------------------
 
@@ -183,10 +197,11 @@ class RoleHistory:
     def allocated(self, allocation_key: str, role: str, node_id: str) -> bool:
         """An instance of ``role`` landed on ``node_id`` (placed, bound or recovered). True when
         that was the node its ask targeted."""
-        target = self._drop_target(allocation_key)
-        self._escalated.discard(allocation_key)
+        # Live first: dropping the target then does not put this node back on the list.
         entry = self._entry(node_id, role)
         entry.live += 1
+        target = self._drop_target(allocation_key)
+        self._escalated.discard(allocation_key)
         self._recent[role].discard(node_id)
         self.version += 1
         return target is not None and target.node_id == node_id

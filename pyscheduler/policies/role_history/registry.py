@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from contextlib import AbstractContextManager, nullcontext
+from typing import Final
 
 from pyscheduler.policies.role_history.file_format import SavedEntry
 from pyscheduler.policies.role_history.history import RoleHistory
 
-__all__ = ["RoleHistories"]
+__all__ = ["SNAPSHOT_ENTRIES_PER_HOLD", "RoleHistories"]
+
+#: Entries a snapshot walks per hold of the partition's lock.
+SNAPSHOT_ENTRIES_PER_HOLD: Final = 2_000
 
 
 class RoleHistories:
@@ -53,18 +58,36 @@ class RoleHistories:
             self._saved[key][0] != history.version for key, history in self._histories.items()
         )
 
-    def snapshot(self) -> list[SavedEntry]:
-        """Every history's saved entries, by key; only histories changed since the last
-        snapshot are walked again. Caller holds the partition's lock."""
+    def snapshot(self, lock: AbstractContextManager[object] | None = None,
+                 entries_per_hold: int = SNAPSHOT_ENTRIES_PER_HOLD) -> list[SavedEntry]:
+        """Every history's saved entries, by key. Only histories changed since the last
+        snapshot are walked again. With the partition's ``lock`` given, it is taken for one
+        chunk of histories (about ``entries_per_hold`` entries) at a time, so a large history
+        never holds up the scheduling cycle for long; each history is read whole under it.
+        Without it, the caller holds the lock."""
+        hold: AbstractContextManager[object] = lock if lock is not None else nullcontext()
+        with hold:
+            keys = sorted(self._histories)
         saved: dict[str, tuple[int, list[SavedEntry]]] = {}
-        for key, history in self._histories.items():
-            previous = self._saved.get(key)
-            if previous is not None and previous[0] == history.version:
-                saved[key] = previous
-            else:
-                saved[key] = (history.version, history.saved_entries())
-        self._saved = saved
-        return [entry for key in sorted(saved) for entry in saved[key][1]]
+        position = 0
+        while position < len(keys):
+            walked = 0
+            with hold:
+                while position < len(keys) and walked < entries_per_hold:
+                    key = keys[position]
+                    position += 1
+                    history = self._histories.get(key)
+                    if history is None:
+                        continue  # removed meanwhile
+                    previous = self._saved.get(key)
+                    if previous is not None and previous[0] == history.version:
+                        saved[key] = previous
+                        continue
+                    saved[key] = (history.version, history.saved_entries())
+                    walked += len(saved[key][1])
+        with hold:
+            self._saved = saved
+        return [entry for key in keys if key in saved for entry in saved[key][1]]
 
     def restore(self, entries: Iterable[SavedEntry]) -> int:
         """Loads saved entries (each available again, used at its ``last_used``); returns how

@@ -40,6 +40,7 @@ __all__ = [
     "DEFAULT_PLACEMENT_TIMEOUT",
     "HISTORY_KEY_TAG",
     "ROLE_TAG",
+    "TAG_PREFIX",
     "PlacementPolicy",
     "RoleSettings",
     "history_key_of",
@@ -75,6 +76,9 @@ class RoleSettings:
         return self.failure_threshold >= 0 and failed_recently > self.failure_threshold
 
 
+DEFAULT_SETTINGS: Final = RoleSettings()
+
+
 def role_of(tags: Mapping[str, str], task_group_name: str = "") -> str:
     """The ask's role ("" for none)."""
     return tags.get(ROLE_TAG, "") or task_group_name
@@ -86,6 +90,10 @@ def history_key_of(app_id: str, tags: Mapping[str, str]) -> str:
 
 def role_settings(role: str, app_tags: Mapping[str, str], queue_properties: Mapping[str, str]) -> RoleSettings:
     """The role's settings from the application's tags, the queue's properties and defaults."""
+    if not any(k.startswith(TAG_PREFIX) for k in app_tags) and not any(
+        k.startswith(PROPERTY_PREFIX) for k in queue_properties
+    ):
+        return DEFAULT_SETTINGS
 
     def lookup(name: str) -> list[str]:
         found = [app_tags.get(f"{TAG_PREFIX}{name}.{role}"), app_tags.get(f"{TAG_PREFIX}{name}"),
