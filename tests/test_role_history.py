@@ -237,3 +237,62 @@ def test_settings_sources_and_bad_values() -> None:
            "pyscheduler.io/role-history.failure-threshold": "-7"}
     settings = role_settings("db", bad, {})
     assert (settings.policy, settings.placement_timeout, settings.failure_threshold) == (PlacementPolicy.DEFAULT, 30.0, 3)
+
+
+def fail_on(world: World, app_id: str, key: str) -> None:
+    world.allocs(releases=(si.AllocationRelease(partition_name="default", application_id=app_id, allocation_key=key,
+                                                termination_type=si.TerminationType.STOPPED_BY_RM, failed=True),))
+
+
+def test_strict_ignores_failures_where_default_moves_on(w: World) -> None:
+    # Two instances of "db" and two of "log" ran on the same two nodes and failed there 4 times.
+    nodes = start(w, "app-1", "db", 2) + start(w, "app-1b", "log", 2)
+    history = w.partition().role_histories.get("svc")
+    assert history is not None
+    for role in ("db", "log"):
+        for node in set(nodes):
+            entry = history.entry(node, role)
+            if entry is not None:
+                entry.failed_recently = 4
+    w.remove_app("app-1")
+    w.remove_app("app-1b")
+    strict = start(w, "app-2", "log", 2, **{"pyscheduler.io/role-history.policy": "strict"})
+    assert sorted(strict) == sorted(nodes[2:]), "strict returns to its nodes whatever their failures"
+    default = start(w, "app-3", "db", 2)
+    assert not set(default) & set(nodes[:2]), "default skips nodes over the failure threshold"
+
+
+def test_a_removed_ask_gives_its_target_back(w: World) -> None:
+    node = fill_history_node(w)
+    w.add_app("app-2", tags={HISTORY_KEY_TAG: "svc"})
+    w.ask("db-0", "app-2", {"memory": 100, "vcore": 1}, allocation_tags={ROLE_TAG: "db"})
+    cycle_until_idle(w)
+    history = w.partition().role_histories.get("svc")
+    assert history is not None and history.target_of("db-0") == node and node not in history.recent("db")
+    w.release("app-2", "db-0")  # the RM takes the ask back (flex down)
+    assert history.target_of("db-0") is None and history.recent("db") == [node]
+    assert "db-0" not in w.partition().reservations.by_key
+
+
+def test_a_role_without_a_history_key_uses_the_application_id(w: World) -> None:
+    w.add_app("lonely")
+    w.ask("lonely-0", "lonely", {"memory": 100, "vcore": 1}, allocation_tags={ROLE_TAG: "db"})
+    cycle_until_idle(w)
+    node = w.app("lonely").allocations["lonely-0"].node_id
+    history = w.partition().role_histories.get("lonely")
+    assert history is not None and history.entry(node, "db") is not None
+    # It comes back to the node when the instance restarts under the same application.
+    w.release("lonely", "lonely-0")
+    w.ask("lonely-1", "lonely", {"memory": 100, "vcore": 1}, allocation_tags={ROLE_TAG: "db"})
+    cycle_until_idle(w)
+    assert w.app("lonely").allocations["lonely-1"].node_id == node
+
+
+def test_a_failed_instance_counts_against_its_node(w: World) -> None:
+    [node] = start(w, "app-1", "db", 1)
+    fail_on(w, "app-1", "app-1-db-0")
+    history = w.partition().role_histories.get("svc")
+    assert history is not None
+    entry = history.entry(node, "db")
+    assert entry is not None and (entry.failed, entry.failed_recently, entry.live) == (1, 1, 0)
+    assert history.recent("db") == [node], "a failed instance's node is available again"
