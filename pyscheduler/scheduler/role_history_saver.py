@@ -18,8 +18,10 @@ future-version or unreadable file) is a warning, never a failed start.
 
 from __future__ import annotations
 
+import gc
 import logging
 import threading
+from contextlib import AbstractContextManager
 import time
 from typing import Final
 
@@ -27,11 +29,32 @@ from pyscheduler.common.background import BackgroundThread
 from pyscheduler.policies.role_history.store import HistoryStore
 from pyscheduler.scheduler.context import ClusterContext, external_name
 
-__all__ = ["DEFAULT_SAVE_DELAY", "RoleHistorySaver"]
+__all__ = ["DEFAULT_SAVE_DELAY", "HoldWithoutCollection", "RoleHistorySaver"]
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SAVE_DELAY: Final = 1.0
+
+
+class HoldWithoutCollection:
+    """Holds ``lock`` with Python's cyclic garbage collector paused: a snapshot allocates many
+    small objects, and a full collection that they trigger would otherwise run inside the hold
+    (tens of ms on a large heap, with the scheduling cycle waiting). It runs after the release."""
+
+    def __init__(self, lock: AbstractContextManager[object]) -> None:
+        self._lock = lock
+        self._was_enabled = False
+
+    def __enter__(self) -> object:
+        self._lock.__enter__()
+        self._was_enabled = gc.isenabled()
+        gc.disable()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._was_enabled:
+            gc.enable()
+        self._lock.__exit__(None, None, None)
 
 
 class RoleHistorySaver:
@@ -77,7 +100,7 @@ class RoleHistorySaver:
                     changed = name in self._failed or histories.changed_since_snapshot()
                 if not changed:
                     continue
-                entries = histories.snapshot(partition.lock)
+                entries = histories.snapshot(HoldWithoutCollection(partition.lock))
                 started = time.perf_counter()
                 try:
                     self.store.save(name, self.context.clock.now_ns() // 1_000_000, entries)

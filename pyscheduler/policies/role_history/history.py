@@ -24,6 +24,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from pyscheduler.policies.role_history.entry import NodeEntry
 from pyscheduler.policies.role_history.file_format import SavedEntry
@@ -32,9 +33,9 @@ from pyscheduler.policies.role_history.settings import PlacementPolicy, RoleSett
 __all__ = ["Placement", "RoleHistory"]
 
 
-@dataclass(frozen=True, slots=True)
-class Placement:
-    """What the history says about a pending ask."""
+class Placement(NamedTuple):
+    """What the history says about a pending ask (a tuple: one is made per pending ask and
+    cycle, and a frozen dataclass costs several times more to build)."""
 
     #: The history node to try (None: the normal node order).
     node_id: str | None = None
@@ -233,11 +234,15 @@ class RoleHistory:
     # -- internals ------------------------------------------------------------------------------------
 
     def _entry(self, node_id: str, role: str) -> NodeEntry:
-        entries = self.nodes.setdefault(node_id, {})
+        # Hot (twice per placed ask): no setdefault, whose default would be built every call.
+        entries = self.nodes.get(node_id)
+        if entries is None:
+            entries = self.nodes[node_id] = {}
         entry = entries.get(role)
         if entry is None:
             entry = entries[role] = NodeEntry()
-        self._recent.setdefault(role, _RecentList())
+            if role not in self._recent:
+                self._recent[role] = _RecentList()
         return entry
 
     def _drop_target(self, allocation_key: str) -> _Target | None:
