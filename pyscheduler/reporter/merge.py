@@ -1,0 +1,196 @@
+"""Merging what several plugins report about one object, field by field, as the seed says.
+
+The rules (``shared/seeds/reporter-manager.md``), applied in **registration order** (the order
+of the ``reports`` given to :func:`merge`), so the result never depends on anything else:
+
+- a **map** field: merged by key; on a key two plugins report, the later-registered one wins;
+- a **slice** field: the plugins' elements concatenated, earlier-registered plugins first;
+- a **common** field (a number, a string, or a whole object such as ``TopologyStatus``): the
+  later-registered plugin's value replaces the earlier one's, whole (Katalyst's code deep-merges
+  objects and orders by serialised text instead; see ``shared/spec/reporter.md``).
+
+After the merge a field's normaliser, if it has one, runs on the result (labels or topology
+zones sorted and de-duplicated, for example).
+
+**Validation is per field.** A field the schema does not know, a value that is not JSON, or a
+value of the wrong shape (a map field that is not a JSON object, a slice that is not an array,
+an element the field's check refuses) is left out on its own and recorded as
+:class:`Rejected` with the plugin's name and the reason; every other field of that plugin and of
+the others still applies. Katalyst aborted the whole object's update instead, every round.
+
+Values are JSON. The seed writes its examples in Go's ``%v`` notation, where a pointer to a
+struct prints as ``&{...}``: a ``&`` right before a ``{`` outside a string is dropped, so the
+seed's examples are read verbatim; nothing else is relaxed.
+
+:func:`merge` also says which plugin supplied what (:attr:`Merged.sources`): per map key, per
+slice element, or for the whole value.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from pyscheduler.reporter.content import FieldType, ReportField
+
+__all__ = ["FieldKind", "FieldSpec", "Merged", "Rejected", "Reported", "decode_value", "merge"]
+
+#: A check of a value (a map's value, a slice's element, a common field's value): the reason it
+#: is refused, or None.
+Check = Callable[[Any], "str | None"]
+
+
+class FieldKind(Enum):
+    MAP = "map"
+    SLICE = "slice"
+    COMMON = "common"
+
+
+def _any(value: Any) -> str | None:
+    return None
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field the target object has: where it lives, how plugins' values combine, what a
+    value (map value, slice element, or the whole common value) must look like, and how the
+    merged value is normalised."""
+
+    field_type: FieldType
+    name: str
+    kind: FieldKind
+    check: Check = _any
+    normalise: Callable[[Any], Any] | None = None
+
+
+@dataclass(frozen=True)
+class Reported:
+    """One plugin's fields for one object, in the plugin's order."""
+
+    plugin: str
+    fields: Sequence[ReportField]
+
+
+@dataclass(frozen=True)
+class Rejected:
+    plugin: str
+    field: str
+    reason: str
+
+
+@dataclass
+class Merged:
+    #: Field name -> merged value (only fields some plugin reported validly).
+    values: dict[str, Any] = field(default_factory=dict)
+    #: Field name -> who supplied it: {key: plugin} for a map, [plugin per element] for a
+    #: slice, the plugin for a common field.
+    sources: dict[str, Any] = field(default_factory=dict)
+    rejected: list[Rejected] = field(default_factory=list)
+
+
+def merge(reports: Sequence[Reported], schema: Mapping[tuple[FieldType, str], FieldSpec]) -> Merged:
+    """Merges ``reports`` (in registration order) under ``schema`` (see the module doc)."""
+    merged = Merged()
+    specs: dict[str, FieldSpec] = {}
+    for report in reports:
+        for reported in report.fields:
+            spec = schema.get((reported.field_type, reported.name))
+            if spec is None:
+                merged.rejected.append(Rejected(report.plugin, reported.name,
+                                                f"unknown field {reported.field_type.name.lower()}.{reported.name}"))
+                continue
+            try:
+                value = decode_value(reported.value)
+            except ValueError as err:
+                merged.rejected.append(Rejected(report.plugin, reported.name, f"not JSON: {err}"))
+                continue
+            reason = _shape_problem(spec, value)
+            if reason is not None:
+                merged.rejected.append(Rejected(report.plugin, reported.name, reason))
+                continue
+            specs[spec.name] = spec
+            _combine(merged, spec, report.plugin, value)
+    for name, spec in specs.items():
+        if spec.normalise is not None:
+            merged.values[name] = spec.normalise(merged.values[name])
+    return merged
+
+
+def _shape_problem(spec: FieldSpec, value: Any) -> str | None:
+    if spec.kind is FieldKind.MAP:
+        if not isinstance(value, dict):
+            return f"a map field needs a JSON object, got {_json_type(value)}"
+        for key, item in value.items():
+            problem = spec.check(item)
+            if problem is not None:
+                return f"key {key!r}: {problem}"
+    elif spec.kind is FieldKind.SLICE:
+        if not isinstance(value, list):
+            return f"a slice field needs a JSON array, got {_json_type(value)}"
+        for index, item in enumerate(value):
+            problem = spec.check(item)
+            if problem is not None:
+                return f"element {index}: {problem}"
+    else:
+        return spec.check(value)
+    return None
+
+
+def _combine(merged: Merged, spec: FieldSpec, plugin: str, value: Any) -> None:
+    name = spec.name
+    if spec.kind is FieldKind.MAP:
+        merged.values.setdefault(name, {}).update(value)
+        sources = merged.sources.setdefault(name, {})
+        for key in value:
+            sources[key] = plugin
+    elif spec.kind is FieldKind.SLICE:
+        merged.values.setdefault(name, []).extend(value)
+        merged.sources.setdefault(name, []).extend([plugin] * len(value))
+    else:
+        merged.values[name] = value
+        merged.sources[name] = plugin
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "an object", list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return names.get(type(value), "a number")
+
+
+def decode_value(data: bytes) -> Any:
+    """A field's JSON value (ValueError if it is not JSON); ``&{`` as in the seed's examples
+    is read as ``{``."""
+    text = data.decode("utf-8")
+    if "&" in text:
+        text = _drop_pointer_marks(text)
+    return json.loads(text)
+
+
+def _drop_pointer_marks(text: str) -> str:
+    """Removes each ``&`` that stands, outside a JSON string, right before a ``{`` (spaces
+    between allowed): Go's ``%v`` print of a pointer to a struct."""
+    out: list[str] = []
+    in_string = escaped = False
+    length = len(text)
+    for index, char in enumerate(text):
+        if in_string:
+            out.append(char)
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char == "&":
+            following = index + 1
+            while following < length and text[following] in " \t\r\n":
+                following += 1
+            if following < length and text[following] == "{":
+                continue
+        out.append(char)
+    return "".join(out)
