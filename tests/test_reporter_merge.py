@@ -114,3 +114,22 @@ def test_pointer_marks_are_read_only_before_an_object(text: str, value: object) 
 def test_a_stray_ampersand_is_still_bad_json() -> None:
     with pytest.raises(ValueError):
         decode_value(b'&[1]')
+
+
+# -- turning plugins on and off (Katalyst's rule) ---------------------------------------------------
+
+
+@pytest.mark.parametrize(("name", "rules", "on"), [
+    ("foo", [], True),
+    ("foo", ["*"], True),
+    ("foo", ["*", "-foo"], False),
+    ("foo", ["-foo", "*"], False),
+    ("foo", ["foo", "-foo"], True),       # the first entry naming it wins
+    ("foo", ["bar"], False),              # named plugins only
+    ("foo", ["bar", "*"], True),
+    ("foo", ["-bar"], False),             # no star: nothing else is on
+])
+def test_the_enable_rule(name: str, rules: list[str], on: bool) -> None:
+    from pyscheduler.reporter.plugin import is_enabled
+
+    assert is_enabled(name, rules) is on

@@ -39,7 +39,11 @@ class Node:
         occupied: Resource | None = None,
     ) -> None:
         self.node_id = node_id
-        self.attributes = dict(attributes)
+        #: What the RM reported, and what the node reporter manager reported
+        #: (pyscheduler.reporter); :attr:`attributes` is both, the RM's winning a shared key.
+        self._rm_attributes = dict(attributes)
+        self._reported_attributes: dict[str, str] = {}
+        self.attributes: dict[str, str] = dict(attributes)
         #: The partition's lock, set when the partition adds the node (see
         #: pyscheduler.objects.locking).
         self.graph_lock: threading.RLock | None = None
@@ -98,6 +102,25 @@ class Node:
         return resource.fits_in(self._total)
 
     # -- change --------------------------------------------------------------------------------
+
+    def set_attributes(self, rm: Mapping[str, str] | None = None, reported: Mapping[str, str] | None = None) -> bool:
+        """Replaces the RM's attributes and/or the reported ones (None: that layer unchanged);
+        True when the node's attributes changed."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"node {self.node_id}")
+        if rm is not None:
+            self._rm_attributes = dict(rm)
+        if reported is not None:
+            self._reported_attributes = dict(reported)
+        merged = {**self._reported_attributes, **self._rm_attributes}
+        if merged == self.attributes:
+            return False
+        self.attributes = merged
+        return True
+
+    @property
+    def reported_attributes(self) -> Mapping[str, str]:
+        return self._reported_attributes
 
     def add_listener(self, listener: NodeListener) -> None:
         self._listeners.append(listener)

@@ -10,7 +10,7 @@ context after the lock is released, so the RM may call back in without deadlocki
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from pyscheduler.common.errors import SchedulerError
@@ -22,7 +22,7 @@ from pyscheduler.objects.application import RUNNING_STATES, Application, AppTime
 from pyscheduler.objects.application_state import TERMINAL_STATES, AppEvent, AppState
 from pyscheduler.config.validator import MAX_QUEUE_DEPTH
 from pyscheduler.objects.locking import new_graph_lock
-from pyscheduler.objects.node import Node
+from pyscheduler.objects.node import NODE_PARTITION, Node
 from pyscheduler.objects.object_events import ObjectEvents
 from pyscheduler.objects.queue import ObjectState, Queue, QueueSettings
 from pyscheduler.objects.reservation import Reservations
@@ -201,16 +201,30 @@ class Partition:
             self.resource_weights = dict(weights)
             self.node_ordering.set_policy(policy, weights)
 
-    def update_node_capacity(self, node_id: str, capacity: Resource, occupied: Resource | None) -> None:
+    def update_node(self, node_id: str, *, capacity: Resource | None = None,
+                    attributes: Mapping[str, str] | None = None, reported_attributes: Mapping[str, str] | None = None,
+                    occupied: Resource | None = None) -> None:
+        """An RM's (or the reporter manager's) UPDATE: whatever is not None replaces the
+        node's capacity, RM attributes, reported attributes or occupied resources. Everything
+        is checked before anything changes; a node cannot change partitions."""
         with self.lock:
             node = self._node(node_id)
-            if capacity.has_negative():
+            if capacity is not None and capacity.has_negative():
                 raise PartitionError(f"node {node_id} has a negative capacity: {capacity}")
-            delta = node.set_capacity(capacity)
-            if not delta.is_zero():
-                self._set_total(self.total + delta)
+            if attributes is not None:
+                wanted = attributes.get(NODE_PARTITION, "")
+                current = node.attributes.get(NODE_PARTITION, "")
+                if wanted and wanted != current:
+                    raise PartitionError(f"node {node_id} cannot move from partition {current or 'default'!r} "
+                                         f"to {wanted!r}")
+            if capacity is not None:
+                delta = node.set_capacity(capacity)
+                if not delta.is_zero():
+                    self._set_total(self.total + delta)
             if occupied is not None:
                 node.set_occupied(occupied)
+            if attributes is not None or reported_attributes is not None:
+                node.set_attributes(attributes, reported_attributes)
         self.on_change()
 
     def set_node_schedulable(self, node_id: str, schedulable: bool) -> None:

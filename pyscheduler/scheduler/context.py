@@ -385,7 +385,13 @@ class ClusterContext:
             return True
         partition, node = self._find_node(rm.rm_id, info.node_id)
         if action is si.NodeAction.UPDATE:
-            partition.update_node_capacity(node.node_id, info.schedulable_resource or node.total, None)
+            partition.update_node(
+                node.node_id,
+                capacity=info.schedulable_resource,
+                attributes=dict(info.attributes) if info.attributes else None,
+                reported_attributes=info.reported_attributes,
+                occupied=info.reported_occupied,
+            )
         elif action is si.NodeAction.DRAIN_NODE:
             partition.set_node_schedulable(node.node_id, False)
         elif action is si.NodeAction.DRAIN_TO_SCHEDULABLE:

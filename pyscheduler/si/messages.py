@@ -610,13 +610,23 @@ class NodeInfo:
     node_id: str = ""
     action: NodeAction = NodeAction.UNKNOWN_ACTION_FROM_RM
     # Replace the previously reported attributes (HOST_NAME, RACK_NAME, NODE_PARTITION, ...).
+    # On UPDATE, empty means "attributes unchanged"; the partition attribute cannot change.
     attributes: Mapping[str, str] = field(default_factory=_empty_map, hash=False)
     schedulable_resource: Resource | None = None
+    # pyscheduler extensions, set by the node reporter manager (pyscheduler.reporter) on UPDATE:
+    # the node's reported attributes, a layer under the RM's (the RM's win a shared key), and
+    # the resources used outside the scheduler. None: unchanged; a mapping replaces the layer
+    # (empty removes every reported attribute).
+    reported_attributes: Mapping[str, str] | None = field(default=None, hash=False)
+    reported_occupied: Resource | None = None
 
     def __post_init__(self) -> None:
         _set(self, "action", NodeAction(self.action))
         _set(self, "attributes", _as_map(self.attributes))
         _set(self, "schedulable_resource", _as_optional_resource(self.schedulable_resource))
+        if self.reported_attributes is not None:
+            _set(self, "reported_attributes", _as_map(self.reported_attributes))
+        _set(self, "reported_occupied", _as_optional_resource(self.reported_occupied))
 
     def validate(self) -> str | None:
         """``None`` when well formed, else why not."""
@@ -624,7 +634,8 @@ class NodeInfo:
             return "node ID is empty"
         if self.action is NodeAction.UNKNOWN_ACTION_FROM_RM:
             return "node action is not set (UNKNOWN_ACTION_FROM_RM)"
-        return _negative_reason("schedulable resource", self.schedulable_resource)
+        return _negative_reason("schedulable resource", self.schedulable_resource) or _negative_reason(
+            "reported occupied resource", self.reported_occupied)
 
 
 @dataclass(frozen=True, slots=True)

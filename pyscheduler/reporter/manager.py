@@ -1,0 +1,298 @@
+"""The reporter manager: polls the plugins, merges what they say per node, updates the nodes.
+
+A **round** (:meth:`ReporterManager.run_round`, every ``period`` seconds counted from the end of
+the previous one when started):
+
+1. every registered, enabled plugin whose previous call has returned is asked for its report,
+   all at once on a thread pool, each with ``timeout`` seconds; no lock is held across a call,
+   so a plugin that hangs delays no other plugin and no node update. A call that fails or
+   times out leaves the plugin's last good report in use (and is counted);
+2. per node, the reports of every plugin (registration order; deregistered plugins' last
+   reports for ``grace`` seconds after they went) are merged (:mod:`.merge`, the node schema of
+   :mod:`.node_fields`) and turned into facts (attributes, capacity, occupied);
+3. each node whose facts differ from what was last sent gets one UPDATE through the RM
+   interface (``reported_attributes``, ``reported_occupied``, and the capacity when a plugin
+   reports it); a node nothing reports any more gets its reported layer emptied once. Nodes
+   the RM does not have are skipped.
+
+A watching plugin's new report (:meth:`ReporterManager.push`) is applied at once the same way.
+
+Locks: ``_lock`` guards the plugin table and what was sent; it is never held while a plugin is
+called or while the core is updated (the core takes its own locks).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Final
+
+from pyscheduler.common.background import BackgroundThread
+from pyscheduler.common.clock import Clock, SystemClock
+from pyscheduler.common.errors import SchedulerValueError
+from pyscheduler.common.resources import Resource
+from pyscheduler.reporter.content import ReportContent, ReportField
+from pyscheduler.reporter.merge import Rejected, Reported, merge
+from pyscheduler.reporter.node_fields import NODE_KINDS, NODE_SCHEMA, NodeFacts, node_facts
+from pyscheduler.reporter.plugin import NodeReport, ReporterPlugin, is_enabled
+from pyscheduler.rmproxy.proxy import RMProxy
+from pyscheduler.si import messages as si
+
+__all__ = ["DEFAULT_GRACE", "DEFAULT_PERIOD", "DEFAULT_TIMEOUT", "ManagerSettings", "PluginState",
+           "ReporterError", "ReporterManager", "RoundResult"]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PERIOD: Final = 5.0
+DEFAULT_TIMEOUT: Final = 10.0
+DEFAULT_GRACE: Final = 300.0
+
+
+class ReporterError(SchedulerValueError):
+    """A registration the manager refuses (a name already running, a bad name)."""
+
+
+@dataclass(frozen=True)
+class ManagerSettings:
+    period: float = DEFAULT_PERIOD
+    timeout: float = DEFAULT_TIMEOUT
+    #: Seconds a deregistered plugin's last report keeps being merged.
+    grace: float = DEFAULT_GRACE
+    #: Katalyst's enable rule (``*``, ``foo``, ``-foo``).
+    enabled: tuple[str, ...] = ("*",)
+
+
+@dataclass
+class PluginState:
+    name: str
+    order: int
+    plugin: ReporterPlugin | None
+    state: str = "running"  # running | stopped (deregistered, in its grace period)
+    report: NodeReport | None = None
+    polls: int = 0
+    failures: int = 0
+    last_poll_ns: int = 0
+    last_error: str = ""
+    #: Fields refused in the last round (merge validation, unknown kinds, unknown nodes).
+    rejected: list[Rejected] = field(default_factory=list)
+    stopped_at: float = 0.0
+    in_flight: concurrent.futures.Future[NodeReport] | None = None
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    polled: int
+    failed: int
+    updated: tuple[str, ...]
+
+
+class ReporterManager:
+    def __init__(self, proxy: RMProxy, rm_id: str, settings: ManagerSettings | None = None, *,
+                 clock: Clock | None = None, on_round: Callable[[RoundResult], None] | None = None) -> None:
+        self.proxy = proxy
+        self.rm_id = rm_id
+        self.settings = settings or ManagerSettings()
+        self.clock = clock or SystemClock()
+        self._on_round = on_round
+        self._lock = threading.Lock()
+        # Rounds and pushes apply one at a time (what was sent stays consistent).
+        self._apply_lock = threading.Lock()
+        self._plugins: dict[str, PluginState] = {}
+        self._next_order = 0
+        self._sent: dict[str, NodeFacts] = {}
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="pyscheduler-reporter")
+        self._thread = BackgroundThread("pyscheduler-reporter", self._step, interval=self.settings.period)
+        self.rounds = 0
+
+    # -- registration ---------------------------------------------------------------------------
+
+    def register(self, plugin: ReporterPlugin) -> None:
+        """Adds a plugin (its registration order is the merge order). A name already running
+        is refused; a stopped plugin registering again takes its place and keeps its report."""
+        name = plugin.name
+        if not isinstance(name, str) or not name or len(name) > 253:
+            raise ReporterError(f"a reporter plugin needs a name (1-253 characters), got {name!r}")
+        with self._lock:
+            state = self._plugins.get(name)
+            if state is not None and state.state == "running":
+                raise ReporterError(f"reporter plugin {name!r} is already registered")
+            if state is None:
+                state = self._plugins[name] = PluginState(name, self._next_order, plugin)
+                self._next_order += 1
+            state.plugin, state.state, state.stopped_at = plugin, "running", 0.0
+        log.info("reporter plugin %s registered", name)
+
+    def deregister(self, name: str) -> None:
+        """The plugin is gone; its last report is merged for the grace period, then dropped."""
+        with self._lock:
+            state = self._plugins.get(name)
+            if state is None or state.state != "running":
+                return
+            state.plugin, state.state, state.stopped_at = None, "stopped", self.clock.monotonic()
+        log.info("reporter plugin %s deregistered (its content stays %.0f s)", name, self.settings.grace)
+
+    def plugins(self) -> list[PluginState]:
+        """Every plugin, in registration order (a snapshot of their states)."""
+        with self._lock:
+            return [PluginState(**{**s.__dict__, "rejected": list(s.rejected)})
+                    for s in sorted(self._plugins.values(), key=lambda s: s.order)]
+
+    # -- rounds -----------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._thread.stop()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _step(self) -> None:
+        self.run_round()
+
+    def run_round(self) -> RoundResult:
+        """One poll of every plugin, then the node updates (see the module doc)."""
+        calls: dict[str, concurrent.futures.Future[NodeReport]] = {}
+        with self._lock:
+            self._expire()
+            for state in self._plugins.values():
+                if state.state != "running" or state.plugin is None or not is_enabled(state.name, self.settings.enabled):
+                    continue
+                if state.in_flight is not None and not state.in_flight.done():
+                    continue  # still hanging from an earlier round: its last good report stays
+                state.in_flight = calls[state.name] = self._pool.submit(state.plugin.report)
+        done, _ = concurrent.futures.wait(calls.values(), timeout=self.settings.timeout)
+        failed = 0
+        now_ns = self.clock.now_ns()
+        with self._lock:
+            for name, future in calls.items():
+                polled = self._plugins.get(name)
+                if polled is None:
+                    continue
+                polled.polls += 1
+                polled.last_poll_ns = now_ns
+                error = ""
+                if future not in done:
+                    error = f"no answer within {self.settings.timeout:g} s"
+                elif future.exception() is not None:
+                    exc = future.exception()
+                    error = f"{type(exc).__name__}: {exc}"
+                else:
+                    report = future.result()
+                    error = _report_problem(report)
+                    if not error:
+                        polled.report = report
+                if error:
+                    failed += 1
+                    polled.failures += 1
+                    polled.last_error = error
+                    log.warning("reporter plugin %s: %s (its last good report stays)", name, error)
+        updated = self._apply()
+        result = RoundResult(len(calls), failed, updated)
+        self.rounds += 1
+        if self._on_round is not None:
+            self._on_round(result)
+        return result
+
+    def push(self, name: str, report: NodeReport) -> tuple[str, ...]:
+        """A watching plugin's new report: cached and applied at once."""
+        problem = _report_problem(report)
+        with self._lock:
+            state = self._plugins.get(name)
+            if state is None or state.state != "running":
+                return ()
+            if problem:
+                state.failures += 1
+                state.last_error = problem
+                return ()
+            state.report = report
+        return self._apply()
+
+    def _expire(self) -> None:
+        """Drops deregistered plugins whose grace period is over. Caller holds _lock."""
+        now = self.clock.monotonic()
+        for name in [n for n, s in self._plugins.items()
+                     if s.state == "stopped" and now - s.stopped_at >= self.settings.grace]:
+            del self._plugins[name]
+            log.info("reporter plugin %s: grace period over, its content is dropped", name)
+
+    # -- applying ---------------------------------------------------------------------------------
+
+    def _apply(self) -> tuple[str, ...]:
+        with self._apply_lock:
+            with self._lock:
+                self._expire()
+                states = sorted(self._plugins.values(), key=lambda s: s.order)
+                reports = [(s.name, s.report) for s in states if s.report is not None
+                           and (s.state == "stopped" or is_enabled(s.name, self.settings.enabled))]
+                for state in states:
+                    state.rejected = []
+            known = self._known_nodes()
+            per_node: dict[str, list[Reported]] = {}
+            rejected: dict[str, list[Rejected]] = {}
+            for name, report in reports:
+                for node_id, contents in report.items():
+                    if node_id not in known:
+                        rejected.setdefault(name, []).append(Rejected(name, "*", f"unknown node {node_id!r}"))
+                        continue
+                    fields: list[ReportField] = []
+                    for content in contents:
+                        if content.gvk not in NODE_KINDS:
+                            rejected.setdefault(name, []).append(Rejected(name, "*", f"no reporter for {content.gvk}"))
+                            continue
+                        fields.extend(content.fields)
+                    per_node.setdefault(node_id, []).append(Reported(name, fields))
+            updates: list[si.NodeInfo] = []
+            facts_by_node: dict[str, NodeFacts] = {}
+            for node_id in sorted(per_node):
+                merged = merge(per_node[node_id], NODE_SCHEMA)
+                for item in merged.rejected:
+                    rejected.setdefault(item.plugin, []).append(item)
+                facts_by_node[node_id] = node_facts(merged)
+            for node_id in sorted(set(facts_by_node) | set(self._sent)):
+                facts = facts_by_node.get(node_id, NodeFacts())
+                if self._sent.get(node_id) == facts or node_id not in known:
+                    continue
+                previous = self._sent.get(node_id)
+                occupied = facts.occupied
+                if occupied is None and previous is not None and previous.occupied is not None:
+                    occupied = Resource()  # no longer reported: nothing occupied by it
+                updates.append(si.NodeInfo(node_id=node_id, action=si.NodeAction.UPDATE,
+                                           schedulable_resource=facts.capacity,
+                                           reported_attributes=dict(facts.attributes), reported_occupied=occupied))
+            with self._lock:
+                for name, items in rejected.items():
+                    owner = self._plugins.get(name)
+                    if owner is not None:
+                        owner.rejected = items
+            if updates:
+                self.proxy.update_node(si.NodeRequest(nodes=tuple(updates), rm_id=self.rm_id))
+            for info in updates:
+                sent = facts_by_node.get(info.node_id)
+                if sent is None:
+                    self._sent.pop(info.node_id, None)
+                else:
+                    self._sent[info.node_id] = sent
+            return tuple(info.node_id for info in updates)
+
+    def _known_nodes(self) -> set[str]:
+        context = self.proxy.context
+        nodes: set[str] = set()
+        for partition in list(context.partitions.values()):
+            if partition.rm_id == self.rm_id:
+                with partition.lock:
+                    nodes.update(partition.nodes)
+        return nodes
+
+
+def _report_problem(report: object) -> str:
+    """Why a report cannot be used at all ("" when it can)."""
+    if not isinstance(report, Mapping):
+        return f"a report is a mapping of node id to contents, got {type(report).__name__}"
+    for node_id, contents in report.items():
+        if not isinstance(node_id, str) or not isinstance(contents, Sequence) or not all(
+                isinstance(c, ReportContent) for c in contents):
+            return f"node {node_id!r}: contents must be a list of ReportContent"
+    return ""

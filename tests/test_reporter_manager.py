@@ -1,0 +1,220 @@
+"""The reporter manager with in-process plugins, driving a real core through the RM interface:
+rounds, registration order, last good reports, a hanging plugin, the grace period, one update
+per changed node and none for an unchanged one (shared/spec/reporter.md's behaviours 10, 13,
+14, 15 and the issue's liveness rules)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+from rm_helpers import World
+
+from pyscheduler.common.resources import Resource
+from pyscheduler.reporter.content import FieldType, GroupVersionKind, ReportContent, ReportField
+from pyscheduler.reporter.manager import ManagerSettings, ReporterError, ReporterManager
+from pyscheduler.reporter.node_fields import CNR, NODE
+from pyscheduler.reporter.plugin import NodeReport
+
+NODES = ("n1", "n2")
+GVK_OTHER = GroupVersionKind("example.com", "v1", "Other")
+
+
+def labels(**values: str) -> ReportContent:
+    return ReportContent(NODE, (ReportField(FieldType.METADATA, "Labels", json.dumps(values).encode()),))
+
+
+class Plugin:
+    """Reports what it is told; counts its calls; can be made to fail or hang."""
+
+    def __init__(self, name: str, report: NodeReport | None = None) -> None:
+        self.name = name
+        self.content: NodeReport = report or {}
+        self.calls = 0
+        self.fail = False
+        self.hang = threading.Event()
+        self.hanging = False
+
+    def report(self) -> NodeReport:
+        self.calls += 1
+        if self.hanging:
+            self.hang.wait(30)
+        if self.fail:
+            raise RuntimeError("plugin broke")
+        return self.content
+
+
+@pytest.fixture
+def w() -> Iterator[World]:
+    world = World()
+    for node_id in NODES:
+        world.add_node(node_id, memory=1000, vcore=100, rack="rm-rack")
+    yield world
+    world.close()
+
+
+def manager(world: World, **settings: object) -> ReporterManager:
+    return ReporterManager(world.proxy, world.rm_id, ManagerSettings(**settings), clock=world.clock)  # type: ignore[arg-type]
+
+
+def attributes(world: World, node_id: str) -> dict[str, str]:
+    return dict(world.partition().nodes[node_id].attributes)
+
+
+def test_plugins_merge_in_registration_order_into_one_update_per_node(w: World) -> None:
+    m = manager(w)
+    m.register(Plugin("zones", {"n1": [labels(zone="z1", rack="p-rack")], "n2": [labels(zone="z2")]}))
+    m.register(Plugin("override", {"n1": [labels(zone="z9")]}))
+    result = m.run_round()
+    assert result.updated == ("n1", "n2") and result.polled == 2 and result.failed == 0
+    # The RM's own attribute wins a shared key; the later plugin wins over the earlier.
+    assert attributes(w, "n1") == {"rack": "rm-rack", "zone": "z9"}
+    assert attributes(w, "n2") == {"rack": "rm-rack", "zone": "z2"}
+    assert m.run_round().updated == (), "nothing changed: no update"
+
+
+def test_a_failing_plugin_keeps_contributing_its_last_good_report(w: World) -> None:
+    m = manager(w)
+    plugin = Plugin("p", {"n1": [labels(gpu="a100")]})
+    m.register(plugin)
+    m.run_round()
+    plugin.fail = True
+    result = m.run_round()
+    assert result.failed == 1 and attributes(w, "n1")["gpu"] == "a100"
+    [state] = m.plugins()
+    assert state.failures == 1 and "plugin broke" in state.last_error and state.polls == 2
+
+
+def test_a_hanging_plugin_delays_no_other(w: World) -> None:
+    m = manager(w, timeout=0.3)
+    slow = Plugin("slow", {"n1": [labels(slow="1")]})
+    fast = Plugin("fast", {"n2": [labels(fast="1")]})
+    m.register(slow)
+    m.register(fast)
+    m.run_round()
+    slow.hanging = True
+    fast.content = {"n2": [labels(fast="2")]}
+    began = time.monotonic()
+    result = m.run_round()
+    assert time.monotonic() - began < 5 and result.failed == 1
+    assert attributes(w, "n2")["fast"] == "2" and attributes(w, "n1")["slow"] == "1"
+    # While it still hangs it is not called again; the others go on.
+    fast.content = {"n2": [labels(fast="3")]}
+    calls = slow.calls
+    m.run_round()
+    assert slow.calls == calls and attributes(w, "n2")["fast"] == "3"
+    slow.hang.set()
+
+
+def test_a_deregistered_plugin_s_content_stays_for_the_grace_period(w: World) -> None:
+    m = manager(w, grace=60.0)
+    m.register(Plugin("gone", {"n1": [labels(gone="yes")]}))
+    m.run_round()
+    m.deregister("gone")
+    w.clock.advance(59.0)
+    m.run_round()
+    assert attributes(w, "n1")["gone"] == "yes"
+    w.clock.advance(1.0)
+    assert m.run_round().updated == ("n1",)
+    assert "gone" not in attributes(w, "n1") and m.plugins() == []
+
+
+def test_a_field_no_longer_reported_leaves_the_node(w: World) -> None:
+    m = manager(w)
+    plugin = Plugin("p", {"n1": [labels(a="1", b="2")]})
+    m.register(plugin)
+    m.run_round()
+    plugin.content = {"n1": [labels(a="1")]}
+    m.run_round()
+    assert attributes(w, "n1") == {"rack": "rm-rack", "a": "1"}
+    plugin.content = {}
+    m.run_round()
+    assert attributes(w, "n1") == {"rack": "rm-rack"}
+
+
+def test_capacity_and_occupied_reach_the_node(w: World) -> None:
+    m = manager(w)
+    status = (ReportField(FieldType.STATUS, "Resources", b'{"allocatable": {"cpu": "2", "memory": "2000"}}'),
+              ReportField(FieldType.STATUS, "Occupied", b'{"memory": "500"}'))
+    plugin = Plugin("agent", {"n1": [ReportContent(CNR, status)]})
+    m.register(plugin)
+    m.run_round()
+    node = w.partition().nodes["n1"]
+    assert node.total == Resource({"vcore": 2000, "memory": 2000})
+    assert node.available == Resource({"vcore": 2000, "memory": 1500})
+    plugin.content = {}
+    m.run_round()
+    assert node.available == Resource({"vcore": 2000, "memory": 2000}), "occupied no longer reported"
+
+
+def test_bad_content_is_rejected_per_field_and_recorded(w: World) -> None:
+    m = manager(w)
+    other_kind = ReportContent(GVK_OTHER, (ReportField(FieldType.STATUS, "Whatever", b"1"),))
+    bad = Plugin("bad", {"n1": [other_kind, labels(ok="yes"),
+                                ReportContent(NODE, (ReportField(FieldType.METADATA, "Labels", b"{oops"),))],
+                         "ghost": [labels(x="1")]})
+    m.register(bad)
+    m.run_round()
+    assert attributes(w, "n1")["ok"] == "yes"
+    reasons = sorted(r.reason.split(":")[0] for r in m.plugins()[0].rejected)
+    assert reasons == ["no reporter for example.com/v1, Kind=Other", "not JSON", "unknown node 'ghost'"]
+
+
+def test_garbage_from_a_plugin_never_blocks_the_others(w: World) -> None:
+    m = manager(w)
+    garbage = Plugin("garbage")
+    garbage.content = ["not", "a", "mapping"]  # type: ignore[assignment]
+    m.register(garbage)
+    m.register(Plugin("good", {"n1": [labels(good="1")]}))
+    result = m.run_round()
+    assert result.failed == 1 and attributes(w, "n1")["good"] == "1"
+
+
+def test_registration_rules(w: World) -> None:
+    m = manager(w, enabled=("*", "-off"))
+    m.register(Plugin("p"))
+    with pytest.raises(ReporterError, match="already registered"):
+        m.register(Plugin("p"))
+    with pytest.raises(ReporterError, match="needs a name"):
+        m.register(Plugin(""))
+    off = Plugin("off", {"n1": [labels(off="1")]})
+    m.register(off)
+    m.run_round()
+    assert off.calls == 0 and "off" not in attributes(w, "n1")
+    # A stopped plugin registering again keeps its place and its report.
+    m.deregister("p")
+    m.register(Plugin("p"))
+    assert [s.name for s in m.plugins()] == ["p", "off"]
+
+
+def test_a_watching_plugin_s_push_applies_at_once(w: World) -> None:
+    m = manager(w)
+    m.register(Plugin("watcher", {"n1": [labels(v="1")]}))
+    m.run_round()
+    assert m.push("watcher", {"n1": [labels(v="2")]}) == ("n1",)
+    assert attributes(w, "n1")["v"] == "2"
+    assert m.push("unknown", {"n1": [labels(v="3")]}) == ()
+    assert m.push("watcher", "garbage") == () and m.plugins()[0].failures == 1  # type: ignore[arg-type]
+
+
+def test_a_started_manager_runs_rounds_until_stopped(w: World) -> None:
+    m = manager(w, period=0.02)
+    plugin = Plugin("p", {"n1": [labels(live="1")]})
+    m.register(plugin)
+    m.start()
+    try:
+        deadline = time.monotonic() + 10
+        while "live" not in attributes(w, "n1") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert attributes(w, "n1")["live"] == "1"
+        while m.rounds < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert m.rounds >= 3
+    finally:
+        m.stop()
+    rounds = m.rounds
+    time.sleep(0.1)
+    assert m.rounds == rounds, "no round after stop"
