@@ -218,3 +218,54 @@ def test_a_started_manager_runs_rounds_until_stopped(w: World) -> None:
     rounds = m.rounds
     time.sleep(0.1)
     assert m.rounds == rounds, "no round after stop"
+
+
+# -- the checkpoint ------------------------------------------------------------------------------------
+
+
+def test_a_restart_restores_every_plugin_s_last_report(w: World, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = str(tmp_path / "reporter" / "checkpoint.json")
+    first = manager(w, checkpoint=path)
+    first.register(Plugin("zones", {"n1": [labels(zone="z1")]}))
+    first.register(Plugin("binary", {"n2": [ReportContent(NODE, (ReportField(FieldType.METADATA, "Labels", b"\xff\x00"),))]}))
+    first.run_round()
+    # A new manager (a restarted scheduler) on the same checkpoint: both plugins, stopped,
+    # their reports merged again for the grace period.
+    second = manager(w, checkpoint=path, grace=30.0)
+    states = second.plugins()
+    assert [(s.name, s.state) for s in states] == [("zones", "stopped"), ("binary", "stopped")]
+    assert states[0].report == {"n1": [labels(zone="z1")]}
+    assert states[1].report["n2"][0].fields[0].value == b"\xff\x00"  # type: ignore[index]
+    second.register(Plugin("zones", {"n1": [labels(zone="z2")]}))
+    second.run_round()
+    assert attributes(w, "n1")["zone"] == "z2"
+
+
+def test_a_corrupt_checkpoint_is_a_warning_and_an_empty_start(w: World, tmp_path, caplog) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "checkpoint.json"
+    first = manager(w, checkpoint=str(path))
+    first.register(Plugin("zones", {"n1": [labels(zone="z1")]}))
+    first.run_round()
+    document = json.loads(path.read_text())
+    document["data"]["plugins"][0]["name"] = "tampered"
+    path.write_text(json.dumps(document))
+    assert manager(w, checkpoint=str(path)).plugins() == []
+    assert "checksum mismatch" in caplog.text
+    path.write_text("{not json")
+    assert manager(w, checkpoint=str(path)).plugins() == []
+    assert "unreadable" in caplog.text
+
+
+def test_the_checkpoint_is_written_only_when_a_report_changed(w: World, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "checkpoint.json"
+    m = manager(w, checkpoint=str(path))
+    plugin = Plugin("p", {"n1": [labels(a="1")]})
+    m.register(plugin)
+    m.run_round()
+    written = path.stat().st_mtime_ns
+    time.sleep(0.01)
+    m.run_round()
+    assert path.stat().st_mtime_ns == written
+    plugin.content = {"n1": [labels(a="2")]}
+    m.run_round()
+    assert path.stat().st_mtime_ns != written

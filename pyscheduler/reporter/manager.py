@@ -10,7 +10,9 @@ the previous one when started):
 2. per node, the reports of every plugin (registration order; deregistered plugins' last
    reports for ``grace`` seconds after they went) are merged (:mod:`.merge`, the node schema of
    :mod:`.node_fields`) and turned into facts (attributes, capacity, occupied);
-3. each node whose facts differ from what was last sent gets one UPDATE through the RM
+3. the checkpoint (when configured) is written if a plugin's report changed, before anything
+   is sent, so a restart starts from what the plugins last said;
+4. each node whose facts differ from what was last sent gets one UPDATE through the RM
    interface (``reported_attributes``, ``reported_occupied``, and the capacity when a plugin
    reports it); a node nothing reports any more gets its reported layer emptied once. Nodes
    the RM does not have are skipped.
@@ -34,6 +36,7 @@ from pyscheduler.common.background import BackgroundThread
 from pyscheduler.common.clock import Clock, SystemClock
 from pyscheduler.common.errors import SchedulerValueError
 from pyscheduler.common.resources import Resource
+from pyscheduler.reporter import checkpoint
 from pyscheduler.reporter.content import ReportContent, ReportField
 from pyscheduler.reporter.merge import Rejected, Reported, merge
 from pyscheduler.reporter.node_fields import NODE_KINDS, NODE_SCHEMA, NodeFacts, node_facts
@@ -63,6 +66,8 @@ class ManagerSettings:
     grace: float = DEFAULT_GRACE
     #: Katalyst's enable rule (``*``, ``foo``, ``-foo``).
     enabled: tuple[str, ...] = ("*",)
+    #: Where every plugin's last good report is kept across restarts (None: nowhere).
+    checkpoint: str | None = None
 
 
 @dataclass
@@ -106,6 +111,54 @@ class ReporterManager:
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="pyscheduler-reporter")
         self._thread = BackgroundThread("pyscheduler-reporter", self._step, interval=self.settings.period)
         self.rounds = 0
+        #: Checkpoint writes that failed (the last reason in ``checkpoint_error``).
+        self.checkpoint_errors = 0
+        self.checkpoint_error = ""
+        # What the last checkpoint held (copies: a plugin may change its report in place).
+        self._saved_reports: dict[str, dict[str, list[ReportContent]]] = {}
+        self._restore()
+
+    # -- checkpoint -----------------------------------------------------------------------------
+
+    def _restore(self) -> None:
+        """Each checkpointed plugin comes back stopped, with its report, for the grace period
+        (it takes its place again when it registers); a bad checkpoint is a warning."""
+        path = self.settings.checkpoint
+        if path is None:
+            return
+        try:
+            saved = checkpoint.load(path)
+        except checkpoint.CheckpointError as err:
+            log.warning("reporter checkpoint not used, starting empty: %s", err)
+            return
+        now = self.clock.monotonic()
+        for plugin in sorted(saved, key=lambda p: p.order):
+            self._plugins[plugin.name] = PluginState(plugin.name, self._next_order, None, state="stopped",
+                                                     report=plugin.report, stopped_at=now)
+            self._next_order += 1
+        if saved:
+            log.info("reporter checkpoint: %d plugins' reports restored", len(saved))
+
+    def _write_checkpoint(self) -> None:
+        """Writes the checkpoint when a plugin's report changed since the last write."""
+        path = self.settings.checkpoint
+        if path is None:
+            return
+        with self._lock:
+            current = {s.name: {node: list(contents) for node, contents in s.report.items()}
+                       for s in self._plugins.values() if s.report is not None}
+            if current == self._saved_reports:
+                return
+            plugins = [checkpoint.SavedPlugin(s.name, s.order, s.report)
+                       for s in sorted(self._plugins.values(), key=lambda s: s.order) if s.report is not None]
+        try:
+            checkpoint.save(path, plugins)
+        except OSError as err:
+            self.checkpoint_errors += 1
+            self.checkpoint_error = f"{type(err).__name__}: {err}"
+            log.warning("writing the reporter checkpoint %s failed: %s", path, err)
+            return
+        self._saved_reports = current
 
     # -- registration ---------------------------------------------------------------------------
 
@@ -222,6 +275,7 @@ class ReporterManager:
 
     def _apply(self) -> tuple[str, ...]:
         with self._apply_lock:
+            self._write_checkpoint()
             with self._lock:
                 self._expire()
                 states = sorted(self._plugins.values(), key=lambda s: s.order)
