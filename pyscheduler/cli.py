@@ -210,6 +210,17 @@ def _serve(rest: list[str]) -> int:
         "--role-history-save-delay", type=float, default=1.0, metavar="SECONDS",
         help="the longest a change waits before it is saved (default 1)",
     )
+    parser.add_argument("--reporter-period", type=float, default=5.0, metavar="SECONDS",
+                        help="node reporter manager: seconds between polls of its plugins (default 5)")
+    parser.add_argument("--reporter-timeout", type=float, default=10.0, metavar="SECONDS",
+                        help="node reporter manager: how long one plugin's poll may take (default 10)")
+    parser.add_argument("--reporter-grace", type=float, default=300.0, metavar="SECONDS",
+                        help="node reporter manager: how long a plugin that went away keeps its facts (default 300)")
+    parser.add_argument("--reporter-enable", default="*", metavar="RULES",
+                        help="node reporter plugins on and off, Katalyst's rule: '*' all, 'foo' on, '-foo' off, "
+                        "comma-separated, the first naming a plugin wins (default '*')")
+    parser.add_argument("--reporter-checkpoint", metavar="FILE",
+                        help="node reporter manager: keep every plugin's last report here across restarts")
     args = parser.parse_args(rest)
     from pyscheduler.common.goduration import parse_seconds
 
@@ -245,11 +256,21 @@ def _serve(rest: list[str]) -> int:
         role_history_keep=args.role_history_keep,
         role_history_max_age=max_age,
         role_history_save_delay=args.role_history_save_delay,
+        reporter_period=args.reporter_period,
+        reporter_timeout=args.reporter_timeout,
+        reporter_grace=args.reporter_grace,
+        reporter_enabled=tuple(r.strip() for r in args.reporter_enable.split(",") if r.strip()),
+        reporter_checkpoint=args.reporter_checkpoint,
     )
     try:
         options.role_history_store()  # a bad URL or setting fails here, before gunicorn forks
     except (ValueError, ImportError) as exc:
         print(f"pyscheduler serve: role history: {exc}", file=sys.stderr)
+        return 2
+    try:
+        options.reporter_settings()
+    except ValueError as exc:
+        print(f"pyscheduler serve: {exc}", file=sys.stderr)
         return 2
     for spec in options.rms:
         module = spec.partition(":")[0]

@@ -28,6 +28,7 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
@@ -38,7 +39,7 @@ from pyscheduler.common.errors import SchedulerValueError
 from pyscheduler.common.resources import Resource
 from pyscheduler.reporter import checkpoint
 from pyscheduler.reporter.content import ReportContent, ReportField
-from pyscheduler.reporter.merge import Rejected, Reported, merge
+from pyscheduler.reporter.merge import Merged, Rejected, Reported, merge
 from pyscheduler.reporter.node_fields import NODE_KINDS, NODE_SCHEMA, NodeFacts, node_facts
 from pyscheduler.reporter.plugin import NodeReport, ReporterPlugin, is_enabled
 from pyscheduler.rmproxy.proxy import RMProxy
@@ -76,6 +77,8 @@ class PluginState:
     order: int
     plugin: ReporterPlugin | None
     state: str = "running"  # running | stopped (deregistered, in its grace period)
+    #: "in-process", "socket" (a gRPC plugin), or "restored" (from the checkpoint, not back yet).
+    kind: str = "in-process"
     report: NodeReport | None = None
     polls: int = 0
     failures: int = 0
@@ -95,9 +98,11 @@ class RoundResult:
 
 
 class ReporterManager:
-    def __init__(self, proxy: RMProxy, rm_id: str, settings: ManagerSettings | None = None, *,
+    def __init__(self, proxy: RMProxy, rm_id: str | None = None, settings: ManagerSettings | None = None, *,
                  clock: Clock | None = None, on_round: Callable[[RoundResult], None] | None = None) -> None:
         self.proxy = proxy
+        #: The RM whose nodes are reported on (None: every registered RM's; each node's update
+        #: goes out under the RM that owns it).
         self.rm_id = rm_id
         self.settings = settings or ManagerSettings()
         self.clock = clock or SystemClock()
@@ -108,9 +113,13 @@ class ReporterManager:
         self._plugins: dict[str, PluginState] = {}
         self._next_order = 0
         self._sent: dict[str, NodeFacts] = {}
+        #: The last merge per node (what /partition/{p}/node/{n}/reported shows).
+        self._merged: dict[str, Merged] = {}
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="pyscheduler-reporter")
         self._thread = BackgroundThread("pyscheduler-reporter", self._step, interval=self.settings.period)
         self.rounds = 0
+        #: Seconds the last round took (polls, merge and updates).
+        self.last_round_seconds = 0.0
         #: Checkpoint writes that failed (the last reason in ``checkpoint_error``).
         self.checkpoint_errors = 0
         self.checkpoint_error = ""
@@ -134,7 +143,7 @@ class ReporterManager:
         now = self.clock.monotonic()
         for plugin in sorted(saved, key=lambda p: p.order):
             self._plugins[plugin.name] = PluginState(plugin.name, self._next_order, None, state="stopped",
-                                                     report=plugin.report, stopped_at=now)
+                                                     kind="restored", report=plugin.report, stopped_at=now)
             self._next_order += 1
         if saved:
             log.info("reporter checkpoint: %d plugins' reports restored", len(saved))
@@ -176,6 +185,7 @@ class ReporterManager:
                 state = self._plugins[name] = PluginState(name, self._next_order, plugin)
                 self._next_order += 1
             state.plugin, state.state, state.stopped_at = plugin, "running", 0.0
+            state.kind = str(getattr(plugin, "kind", "in-process"))
         log.info("reporter plugin %s registered", name)
 
     def deregister(self, name: str) -> None:
@@ -207,6 +217,7 @@ class ReporterManager:
 
     def run_round(self) -> RoundResult:
         """One poll of every plugin, then the node updates (see the module doc)."""
+        started = time.perf_counter()
         calls: dict[str, concurrent.futures.Future[NodeReport]] = {}
         with self._lock:
             self._expire()
@@ -245,6 +256,7 @@ class ReporterManager:
         updated = self._apply()
         result = RoundResult(len(calls), failed, updated)
         self.rounds += 1
+        self.last_round_seconds = time.perf_counter() - started
         if self._on_round is not None:
             self._on_round(result)
         return result
@@ -300,8 +312,9 @@ class ReporterManager:
                     per_node.setdefault(node_id, []).append(Reported(name, fields))
             updates: list[si.NodeInfo] = []
             facts_by_node: dict[str, NodeFacts] = {}
+            merged_by_node: dict[str, Merged] = {}
             for node_id in sorted(per_node):
-                merged = merge(per_node[node_id], NODE_SCHEMA)
+                merged = merged_by_node[node_id] = merge(per_node[node_id], NODE_SCHEMA)
                 for item in merged.rejected:
                     rejected.setdefault(item.plugin, []).append(item)
                 facts_by_node[node_id] = node_facts(merged)
@@ -321,8 +334,12 @@ class ReporterManager:
                     owner = self._plugins.get(name)
                     if owner is not None:
                         owner.rejected = items
-            if updates:
-                self.proxy.update_node(si.NodeRequest(nodes=tuple(updates), rm_id=self.rm_id))
+                self._merged = merged_by_node
+            by_rm: dict[str, list[si.NodeInfo]] = {}
+            for info in updates:
+                by_rm.setdefault(known[info.node_id], []).append(info)
+            for rm_id, infos in sorted(by_rm.items()):
+                self.proxy.update_node(si.NodeRequest(nodes=tuple(infos), rm_id=rm_id))
             for info in updates:
                 sent = facts_by_node.get(info.node_id)
                 if sent is None:
@@ -331,14 +348,21 @@ class ReporterManager:
                     self._sent[info.node_id] = sent
             return tuple(info.node_id for info in updates)
 
-    def _known_nodes(self) -> set[str]:
+    def _known_nodes(self) -> dict[str, str]:
+        """Node id -> the RM that owns it, for the nodes this manager reports on."""
         context = self.proxy.context
-        nodes: set[str] = set()
+        nodes: dict[str, str] = {}
         for partition in list(context.partitions.values()):
-            if partition.rm_id == self.rm_id:
+            if self.rm_id is None or partition.rm_id == self.rm_id:
                 with partition.lock:
-                    nodes.update(partition.nodes)
+                    for node_id in partition.nodes:
+                        nodes[node_id] = partition.rm_id
         return nodes
+
+    def merged(self, node_id: str) -> Merged | None:
+        """The node's last merge (fields, sources, rejected), if any plugin reported on it."""
+        with self._lock:
+            return self._merged.get(node_id)
 
 
 def _report_problem(report: object) -> str:

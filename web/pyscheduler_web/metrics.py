@@ -123,6 +123,23 @@ class SchedulerCollector(Collector):
         yield counter("pyscheduler_role_history_saves", "Role history files written.", saver.saves if saver else 0)
         yield counter("pyscheduler_role_history_save_errors", "Role history saves that failed (retried).",
                       saver.save_errors if saver else 0)
+        # The node reporter manager, per plugin.
+        reporters = service.reporters
+        polls = CounterMetricFamily("pyscheduler_reporter_polls", "Polls of a reporter plugin.", labels=["plugin"])
+        failures = CounterMetricFamily("pyscheduler_reporter_poll_failures",
+                                       "Polls that failed or timed out (the last good report stayed).", labels=["plugin"])
+        rejected = GaugeMetricFamily("pyscheduler_reporter_rejected_fields",
+                                     "Fields of a plugin refused in the last round.", labels=["plugin"])
+        for state in reporters.plugins():
+            polls.add_metric([state.name], state.polls)
+            failures.add_metric([state.name], state.failures)
+            rejected.add_metric([state.name], len(state.rejected))
+        yield polls
+        yield failures
+        yield rejected
+        yield counter("pyscheduler_reporter_rounds", "Rounds of the node reporter manager.", reporters.rounds)
+        yield gauge("pyscheduler_reporter_round_seconds", "How long the last reporter round took.",
+                    reporters.last_round_seconds)
         # The scheduling loop.
         scheduler = service.scheduler
         yield counter("pyscheduler_scheduler_cycles", "Scheduling cycles run.", scheduler.cycles)

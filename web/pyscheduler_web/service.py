@@ -54,6 +54,8 @@ from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.scheduler.context import ClusterContext
 from pyscheduler.scheduler.history import History
 from pyscheduler.policies.role_history.store import DEFAULT_KEEP, DEFAULT_MAX_AGE, HistoryStore
+from pyscheduler.reporter.examples import ReclaimAdvisor, TopologyLabeller
+from pyscheduler.reporter.manager import DEFAULT_GRACE, DEFAULT_PERIOD, DEFAULT_TIMEOUT, ManagerSettings, ReporterManager
 from pyscheduler.scheduler.loop import Scheduler
 from pyscheduler.scheduler.role_history_saver import DEFAULT_SAVE_DELAY, RoleHistorySaver
 
@@ -93,6 +95,13 @@ class ServeOptions:
     role_history_keep: int = DEFAULT_KEEP
     role_history_max_age: float = DEFAULT_MAX_AGE
     role_history_save_delay: float = DEFAULT_SAVE_DELAY
+    #: The node reporter manager: seconds between rounds, per-plugin poll timeout, grace
+    #: period of a plugin that went away, Katalyst's enable rule, checkpoint file (None: none).
+    reporter_period: float = DEFAULT_PERIOD
+    reporter_timeout: float = DEFAULT_TIMEOUT
+    reporter_grace: float = DEFAULT_GRACE
+    reporter_enabled: tuple[str, ...] = ("*",)
+    reporter_checkpoint: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServeOptions:
@@ -100,7 +109,9 @@ class ServeOptions:
         ``PYSCHEDULER_RM`` (comma-separated ``module:callable``), ``PYSCHEDULER_HEALTH_INTERVAL``
         (seconds), ``PYSCHEDULER_HISTORY`` (0 turns it off), ``PYSCHEDULER_ROLE_HISTORY_DIR``,
         ``PYSCHEDULER_ROLE_HISTORY_KEEP``, ``PYSCHEDULER_ROLE_HISTORY_MAX_AGE`` and
-        ``PYSCHEDULER_ROLE_HISTORY_SAVE_DELAY`` (seconds)."""
+        ``PYSCHEDULER_ROLE_HISTORY_SAVE_DELAY`` (seconds), ``PYSCHEDULER_REPORTER_PERIOD``,
+        ``PYSCHEDULER_REPORTER_TIMEOUT``, ``PYSCHEDULER_REPORTER_GRACE`` (seconds),
+        ``PYSCHEDULER_REPORTER_ENABLE`` (comma-separated rules) and ``PYSCHEDULER_REPORTER_CHECKPOINT``."""
         env = os.environ if environ is None else environ
         rms = tuple(r.strip() for r in env.get("PYSCHEDULER_RM", "").split(",") if r.strip())
         return cls(
@@ -114,6 +125,11 @@ class ServeOptions:
             role_history_keep=int(env.get("PYSCHEDULER_ROLE_HISTORY_KEEP", DEFAULT_KEEP)),
             role_history_max_age=float(env.get("PYSCHEDULER_ROLE_HISTORY_MAX_AGE", DEFAULT_MAX_AGE)),
             role_history_save_delay=float(env.get("PYSCHEDULER_ROLE_HISTORY_SAVE_DELAY", DEFAULT_SAVE_DELAY)),
+            reporter_period=float(env.get("PYSCHEDULER_REPORTER_PERIOD", DEFAULT_PERIOD)),
+            reporter_timeout=float(env.get("PYSCHEDULER_REPORTER_TIMEOUT", DEFAULT_TIMEOUT)),
+            reporter_grace=float(env.get("PYSCHEDULER_REPORTER_GRACE", DEFAULT_GRACE)),
+            reporter_enabled=tuple(r.strip() for r in env.get("PYSCHEDULER_REPORTER_ENABLE", "*").split(",") if r.strip()),
+            reporter_checkpoint=env.get("PYSCHEDULER_REPORTER_CHECKPOINT") or None,
         )
 
     def to_env(self) -> dict[str, str]:
@@ -127,7 +143,13 @@ class ServeOptions:
             "PYSCHEDULER_ROLE_HISTORY_KEEP": str(self.role_history_keep),
             "PYSCHEDULER_ROLE_HISTORY_MAX_AGE": repr(self.role_history_max_age),
             "PYSCHEDULER_ROLE_HISTORY_SAVE_DELAY": repr(self.role_history_save_delay),
+            "PYSCHEDULER_REPORTER_PERIOD": repr(self.reporter_period),
+            "PYSCHEDULER_REPORTER_TIMEOUT": repr(self.reporter_timeout),
+            "PYSCHEDULER_REPORTER_GRACE": repr(self.reporter_grace),
+            "PYSCHEDULER_REPORTER_ENABLE": ",".join(self.reporter_enabled),
         }
+        if self.reporter_checkpoint:
+            env["PYSCHEDULER_REPORTER_CHECKPOINT"] = self.reporter_checkpoint
         if self.config_path:
             env["PYSCHEDULER_CONFIG"] = self.config_path
         if self.role_history_dir:
@@ -142,6 +164,14 @@ class ServeOptions:
         if not self.role_history_save_delay > 0:
             raise ValueError(f"the role history save delay must be positive, not {self.role_history_save_delay}")
         return HistoryStore(self.role_history_dir, keep=self.role_history_keep, max_age=self.role_history_max_age)
+
+    def reporter_settings(self) -> ManagerSettings:
+        """The reporter manager's settings (ValueError for a non-positive period or timeout,
+        or a negative grace period)."""
+        if not (self.reporter_period > 0 and self.reporter_timeout > 0 and self.reporter_grace >= 0):
+            raise ValueError("the reporter period and timeout must be positive and the grace period not negative")
+        return ManagerSettings(self.reporter_period, self.reporter_timeout, self.reporter_grace,
+                               self.reporter_enabled, self.reporter_checkpoint)
 
     def read_config(self) -> str:
         """The configuration text, validated (raises OSError or ConfigValidationError)."""
@@ -186,6 +216,9 @@ class SchedulerService:
             RoleHistorySaver(self.context, store, self.options.role_history_save_delay) if store is not None else None
         )
         self.proxy = RMProxy(self.context)
+        #: The node reporter manager: merges what its plugins report about every RM's nodes
+        #: (``/ws/v1/reporters``); the demo registers two plugins.
+        self.reporters = ReporterManager(self.proxy, None, self.options.reporter_settings())
         self.scheduler = Scheduler(self.context)
         #: Applications and containers sampled every minute (``/ws/v1/history/*``); None: off.
         self.history: History | None = History(self.context, self.context.clock) if self.options.history else None
@@ -220,6 +253,7 @@ class SchedulerService:
         if self.history is not None:
             self.history.start()
         self.health.start()
+        self.reporters.start()
         if self.role_history_saver is not None:
             self.role_history_saver.start()
         try:
@@ -229,6 +263,8 @@ class SchedulerService:
                 demo = DemoRM(self.proxy, self.config_text, DemoSettings(seed=self.options.demo_seed))
                 demo.start()
                 self._attached.append(_Stoppable("demo RM", demo.stop))
+                self.reporters.register(TopologyLabeller(self.context))
+                self.reporters.register(ReclaimAdvisor(self.context))
             for spec in self.options.rms:
                 attached = load_attach(spec)(self)
                 stop = getattr(attached, "stop", None)
@@ -256,6 +292,7 @@ class SchedulerService:
             _quietly(item.name, item.stop)
         self._attached.clear()
         _quietly("health checker", self.health.stop)
+        _quietly("reporter manager", self.reporters.stop)
         if self.history is not None:
             _quietly("history", self.history.stop)
         _quietly("scheduling loop", self.scheduler.stop)

@@ -54,6 +54,7 @@ def all_blueprints() -> list[Blueprint]:
         nodes,
         partitions,
         queues,
+        reporters,
         scheduler,
         usage,
     )
@@ -66,6 +67,7 @@ def all_blueprints() -> list[Blueprint]:
         applications.bp,
         usage.bp,
         events.bp,
+        reporters.bp,
         debug.bp,
     ]
 
