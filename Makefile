@@ -24,7 +24,7 @@ LOADTEST_ARGS ?=
 # Options for `pyscheduler serve` (see `pyscheduler serve --help`): make serve SERVE_ARGS="--bind 0.0.0.0:9080"
 SERVE_ARGS ?=
 
-.PHONY: venv build web serve test cargo-test typecheck lint-imports pytest bench wheels clean
+.PHONY: venv build web serve test cargo-test typecheck lint-imports pytest bench wheels clean proto
 
 venv: $(STAMP)
 
@@ -54,12 +54,12 @@ $(WEB_STAMP): $(NATIVE_STAMP) $(WEB_SOURCES)
 serve: build web
 	$(BIN)/pyscheduler serve --demo $(SERVE_ARGS)
 
-# The wheels, and the core's dependencies (PyYAML and fsspec, as pinned) as wheels beside them, so
-# a test can install the core into an empty virtual environment without any index.
+# The wheels, and the core's dependencies (as pinned) as wheels beside them, so a test can
+# install the core into an empty virtual environment without any index.
 wheels: $(STAMP)
 	$(BIN)/maturin build --release --quiet --out dist
 	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist ./web
-	$(BIN)/pip download --quiet --no-deps --only-binary=:all: --dest dist/deps $$(grep -i -e '^PyYAML==' -e '^fsspec==' requirements/dev.txt)
+	$(BIN)/pip download --quiet --no-deps --only-binary=:all: --dest dist/deps $$(grep -i -e '^PyYAML==' -e '^fsspec==' -e '^grpcio==' -e '^protobuf==' -e '^typing_extensions==' requirements/dev.txt)
 
 cargo-test:
 	cargo test --quiet
@@ -85,6 +85,11 @@ bench: build
 
 clean:
 	rm -rf target dist $(VENV) pyscheduler/_native*.so
+
+# Regenerates the committed gRPC code of the socket reporter plugins from protos/ (grpcio-tools,
+# pinned in requirements/dev.txt); tests/test_reporter_protos.py checks it is up to date.
+proto: $(STAMP)
+	$(PY) -m grpc_tools.protoc -I protos --python_out=. --grpc_python_out=. protos/pyscheduler/reporter/grpc_api/*.proto
 
 # Load test (benchmarks.md section 4): starts `pyscheduler serve --demo` on a free 127.0.0.1
 # port, runs locust headless (loadtests/locustfile.py; 6 users, 30 s by default), prints

@@ -16,7 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from benchmarks import events_memory, events_throughput, hostile_clients, rest, rest_polling, role_history, scheduling
+from benchmarks import (
+    events_memory,
+    events_throughput,
+    hostile_clients,
+    reporter,
+    rest,
+    rest_polling,
+    role_history,
+    scheduling,
+)
 from benchmarks.machine import Progress, machine_facts
 from benchmarks.workload import DEFAULT_SEED, parse_mix
 
@@ -84,6 +93,10 @@ def _run_role_history(args: argparse.Namespace, progress: Progress) -> FamilyRep
     return role_history.run(quick=args.quick, progress=progress)
 
 
+def _run_reporter(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return reporter.run(quick=args.quick, progress=progress)
+
+
 def _run_rest_polling(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return rest_polling.run(quick=args.quick, pollers=args.pollers or rest_polling.POLLERS, progress=progress)
 
@@ -109,6 +122,11 @@ FAMILIES: dict[str, Family] = {
             "role-history",
             "role history: node selection cost, save of 100,000 entries, scheduling with it on vs off",
             _run_role_history,
+        ),
+        Family(
+            "reporter",
+            "node reporter manager: a round for 5,000 nodes x 8 plugins, scheduling while it updates 5% of nodes",
+            _run_reporter,
         ),
     )
 }

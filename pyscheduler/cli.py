@@ -221,6 +221,9 @@ def _serve(rest: list[str]) -> int:
                         "comma-separated, the first naming a plugin wins (default '*')")
     parser.add_argument("--reporter-checkpoint", metavar="FILE",
                         help="node reporter manager: keep every plugin's last report here across restarts")
+    parser.add_argument("--reporter-dir", metavar="DIR",
+                        help="node reporter manager: socket plugins (Katalyst's gRPC API) register here, one "
+                        "sub-directory per node: DIR/NODE/PLUGIN.sock (default: no socket plugins)")
     args = parser.parse_args(rest)
     from pyscheduler.common.goduration import parse_seconds
 
@@ -261,6 +264,7 @@ def _serve(rest: list[str]) -> int:
         reporter_grace=args.reporter_grace,
         reporter_enabled=tuple(r.strip() for r in args.reporter_enable.split(",") if r.strip()),
         reporter_checkpoint=args.reporter_checkpoint,
+        reporter_dir=args.reporter_dir,
     )
     try:
         options.role_history_store()  # a bad URL or setting fails here, before gunicorn forks
@@ -272,6 +276,12 @@ def _serve(rest: list[str]) -> int:
     except ValueError as exc:
         print(f"pyscheduler serve: {exc}", file=sys.stderr)
         return 2
+    if args.reporter_dir:
+        import os
+
+        if not os.path.isdir(args.reporter_dir) or not os.access(args.reporter_dir, os.R_OK | os.X_OK):
+            print(f"pyscheduler serve: --reporter-dir {args.reporter_dir}: not a readable directory", file=sys.stderr)
+            return 2
     for spec in options.rms:
         module = spec.partition(":")[0]
         try:

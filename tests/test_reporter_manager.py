@@ -269,3 +269,24 @@ def test_the_checkpoint_is_written_only_when_a_report_changed(w: World, tmp_path
     plugin.content = {"n1": [labels(a="2")]}
     m.run_round()
     assert path.stat().st_mtime_ns != written
+
+
+def test_an_in_process_watching_plugin_is_followed_from_registration(w: World) -> None:
+    release = threading.Event()
+
+    class Watcher(Plugin):
+        def watch(self) -> Iterator[NodeReport]:
+            yield {"n1": [labels(watched="1")]}
+            release.wait(10)
+            yield {"n1": [labels(watched="2")]}
+
+    m = manager(w)
+    m.register(Watcher("watcher"))
+    deadline = time.monotonic() + 10
+    while attributes(w, "n1").get("watched") != "1" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert attributes(w, "n1")["watched"] == "1", "applied without a round"
+    release.set()
+    while attributes(w, "n1").get("watched") != "2" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert attributes(w, "n1")["watched"] == "2"

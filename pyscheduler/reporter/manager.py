@@ -17,7 +17,8 @@ the previous one when started):
    reports it); a node nothing reports any more gets its reported layer emptied once. Nodes
    the RM does not have are skipped.
 
-A watching plugin's new report (:meth:`ReporterManager.push`) is applied at once the same way.
+A watching plugin (one with ``watch()``) is followed on a thread of its own from the moment it
+registers: each report it yields is applied at once the same way (:meth:`ReporterManager.push`).
 
 Locks: ``_lock`` guards the plugin table and what was sent; it is never held while a plugin is
 called or while the core is updated (the core takes its own locks).
@@ -41,7 +42,7 @@ from pyscheduler.reporter import checkpoint
 from pyscheduler.reporter.content import ReportContent, ReportField
 from pyscheduler.reporter.merge import Merged, Rejected, Reported, merge
 from pyscheduler.reporter.node_fields import NODE_KINDS, NODE_SCHEMA, NodeFacts, node_facts
-from pyscheduler.reporter.plugin import NodeReport, ReporterPlugin, is_enabled
+from pyscheduler.reporter.plugin import NodeReport, ReporterPlugin, WatchingPlugin, is_enabled
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.si import messages as si
 
@@ -113,8 +114,15 @@ class ReporterManager:
         self._plugins: dict[str, PluginState] = {}
         self._next_order = 0
         self._sent: dict[str, NodeFacts] = {}
-        #: The last merge per node (what /partition/{p}/node/{n}/reported shows).
+        #: The last merge per node (what /partition/{p}/node/{n}/reported shows), and the
+        #: reports it was made of (a node whose reports did not change is not merged again).
         self._merged: dict[str, Merged] = {}
+        # Incremental rounds (_apply): the plugins and nodes of the last round, each plugin's
+        # last report, and per node its facts and the fields refused while merging it.
+        self._shape: tuple[tuple[str, ...], frozenset[str]] | None = None
+        self._last_reports: dict[str, dict[str, tuple[ReportContent, ...]]] = {}
+        self._facts: dict[str, NodeFacts] = {}
+        self._rejected: dict[str, list[Rejected]] = {}
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="pyscheduler-reporter")
         self._thread = BackgroundThread("pyscheduler-reporter", self._step, interval=self.settings.period)
         self.rounds = 0
@@ -186,7 +194,28 @@ class ReporterManager:
                 self._next_order += 1
             state.plugin, state.state, state.stopped_at = plugin, "running", 0.0
             state.kind = str(getattr(plugin, "kind", "in-process"))
+        if isinstance(plugin, WatchingPlugin):
+            self._follow(plugin)
         log.info("reporter plugin %s registered", name)
+
+    def _follow(self, plugin: WatchingPlugin) -> None:
+        """A watching plugin's reports are applied as they come, on a thread of their own,
+        until its iterator ends (a closed socket plugin's does) or it is no longer registered."""
+        name = plugin.name
+
+        def follow() -> None:
+            try:
+                for report in plugin.watch():
+                    with self._lock:
+                        state = self._plugins.get(name)
+                        current = state is not None and state.plugin is plugin and state.state == "running"
+                    if not current:
+                        return
+                    self.push(name, report)
+            except Exception:  # a broken watch ends; polls go on
+                log.exception("reporter plugin %s: its watch failed (polls go on)", name)
+
+        threading.Thread(target=follow, name=f"pyscheduler-reporter-watch-{name}", daemon=True).start()
 
     def deregister(self, name: str) -> None:
         """The plugin is gone; its last report is merged for the grace period, then dropped."""
@@ -286,6 +315,9 @@ class ReporterManager:
     # -- applying ---------------------------------------------------------------------------------
 
     def _apply(self) -> tuple[str, ...]:
+        """Merges and sends what changed. Incremental: when the same plugins report (in the same
+        order) and the same nodes exist, only nodes whose report from some plugin changed are
+        merged again; the others keep their merge, facts and rejections."""
         with self._apply_lock:
             self._write_checkpoint()
             with self._lock:
@@ -293,36 +325,33 @@ class ReporterManager:
                 states = sorted(self._plugins.values(), key=lambda s: s.order)
                 reports = [(s.name, s.report) for s in states if s.report is not None
                            and (s.state == "stopped" or is_enabled(s.name, self.settings.enabled))]
-                for state in states:
-                    state.rejected = []
             known = self._known_nodes()
-            per_node: dict[str, list[Reported]] = {}
-            rejected: dict[str, list[Rejected]] = {}
-            for name, report in reports:
-                for node_id, contents in report.items():
-                    if node_id not in known:
-                        rejected.setdefault(name, []).append(Rejected(name, "*", f"unknown node {node_id!r}"))
-                        continue
-                    fields: list[ReportField] = []
-                    for content in contents:
-                        if content.gvk not in NODE_KINDS:
-                            rejected.setdefault(name, []).append(Rejected(name, "*", f"no reporter for {content.gvk}"))
-                            continue
-                        fields.extend(content.fields)
-                    per_node.setdefault(node_id, []).append(Reported(name, fields))
+            shape = (tuple(name for name, _ in reports), frozenset(known))
+            if shape != self._shape:
+                dirty: set[str] | None = None  # everything again
+                self._shape = shape
+            else:
+                dirty = set()
+                for name, report in reports:
+                    last = self._last_reports.get(name, {})
+                    for node_id in report.keys() | last.keys():
+                        contents = report.get(node_id)
+                        if (tuple(contents) if contents is not None else None) != last.get(node_id):
+                            dirty.add(node_id)
+            # Copies: a plugin may change the mapping or lists it returned in place.
+            self._last_reports = {name: {node_id: tuple(contents) for node_id, contents in report.items()}
+                                  for name, report in reports}
+            nodes = {node_id for _, report in reports for node_id in report} if dirty is None else dirty
+            if dirty is None:
+                self._merged, self._facts, self._rejected = {}, {}, {}
+            for node_id in nodes:
+                self._merge_node(node_id, reports, known)
             updates: list[si.NodeInfo] = []
-            facts_by_node: dict[str, NodeFacts] = {}
-            merged_by_node: dict[str, Merged] = {}
-            for node_id in sorted(per_node):
-                merged = merged_by_node[node_id] = merge(per_node[node_id], NODE_SCHEMA)
-                for item in merged.rejected:
-                    rejected.setdefault(item.plugin, []).append(item)
-                facts_by_node[node_id] = node_facts(merged)
-            for node_id in sorted(set(facts_by_node) | set(self._sent)):
-                facts = facts_by_node.get(node_id, NodeFacts())
-                if self._sent.get(node_id) == facts or node_id not in known:
-                    continue
+            for node_id in sorted(nodes if dirty is not None else set(self._facts) | set(self._sent)):
+                facts = self._facts.get(node_id, NodeFacts())
                 previous = self._sent.get(node_id)
+                if previous == facts or (previous is None and node_id not in self._facts) or node_id not in known:
+                    continue
                 occupied = facts.occupied
                 if occupied is None and previous is not None and previous.occupied is not None:
                     occupied = Resource()  # no longer reported: nothing occupied by it
@@ -330,23 +359,58 @@ class ReporterManager:
                                            schedulable_resource=facts.capacity,
                                            reported_attributes=dict(facts.attributes), reported_occupied=occupied))
             with self._lock:
-                for name, items in rejected.items():
-                    owner = self._plugins.get(name)
-                    if owner is not None:
-                        owner.rejected = items
-                self._merged = merged_by_node
+                by_plugin: dict[str, list[Rejected]] = {}
+                for items in self._rejected.values():
+                    for item in items:
+                        by_plugin.setdefault(item.plugin, []).append(item)
+                for state in self._plugins.values():
+                    state.rejected = by_plugin.get(state.name, [])
             by_rm: dict[str, list[si.NodeInfo]] = {}
             for info in updates:
                 by_rm.setdefault(known[info.node_id], []).append(info)
             for rm_id, infos in sorted(by_rm.items()):
                 self.proxy.update_node(si.NodeRequest(nodes=tuple(infos), rm_id=rm_id))
             for info in updates:
-                sent = facts_by_node.get(info.node_id)
+                sent = self._facts.get(info.node_id)
                 if sent is None:
                     self._sent.pop(info.node_id, None)
                 else:
                     self._sent[info.node_id] = sent
             return tuple(info.node_id for info in updates)
+
+    def _merge_node(self, node_id: str, reports: list[tuple[str, NodeReport]], known: Mapping[str, str]) -> None:
+        """Merges one node's reports into its facts (or forgets it when nothing reports on it);
+        its rejections are kept under the node. Caller holds _apply_lock."""
+        rejected: list[Rejected] = []
+        reported: list[Reported] = []
+        for name, report in reports:
+            contents = report.get(node_id)
+            if contents is None:
+                continue
+            if node_id not in known:
+                rejected.append(Rejected(name, "*", f"unknown node {node_id!r}"))
+                continue
+            fields: list[ReportField] = []
+            for content in contents:
+                if content.gvk not in NODE_KINDS:
+                    rejected.append(Rejected(name, "*", f"no reporter for {content.gvk}"))
+                    continue
+                fields.extend(content.fields)
+            reported.append(Reported(name, fields))
+        if reported:
+            merged = merge(reported, NODE_SCHEMA)
+            rejected.extend(merged.rejected)
+            with self._lock:
+                self._merged[node_id] = merged
+            self._facts[node_id] = node_facts(merged)
+        else:
+            with self._lock:
+                self._merged.pop(node_id, None)
+            self._facts.pop(node_id, None)
+        if rejected:
+            self._rejected[node_id] = rejected
+        else:
+            self._rejected.pop(node_id, None)
 
     def _known_nodes(self) -> dict[str, str]:
         """Node id -> the RM that owns it, for the nodes this manager reports on."""

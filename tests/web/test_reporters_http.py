@@ -3,6 +3,8 @@ carry their facts, and the REST extensions and metrics show them."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 import time
@@ -10,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from web_helpers import Server, _server_env
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_demo_plugins_report_on_every_node(start_server: Callable[..., Server]) -> None:
@@ -42,8 +46,40 @@ def test_the_demo_plugins_report_on_every_node(start_server: Callable[..., Serve
     assert "pyscheduler_reporter_round_seconds" in metrics
 
 
+def test_a_socket_plugin_registers_with_a_served_scheduler(start_server: Callable[..., Server]) -> None:
+    directory = Path(f"/tmp/psw-{os.getpid()}")
+    directory.mkdir(exist_ok=True)
+    plugin = None
+    try:
+        server = start_server(["--demo", "--reporter-dir", str(directory), "--reporter-period", "0.2"])
+        content = directory / "content.json"
+        content.write_text(json.dumps([{"version": "v1", "kind": "Node",
+                                        "fields": [{"type": 2, "name": "Labels", "value": {"gpu": "a100"}}]}]))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        plugin = subprocess.Popen([sys.executable, str(ROOT / "tests" / "reporter_plugin_server.py"),
+                                   str(directory / "demo-node-0" / "gpu.sock"), "gpu", str(content),
+                                   str(directory / "status.json")], stdout=subprocess.PIPE, text=True, env=env)
+        assert plugin.stdout is not None and plugin.stdout.readline().strip() == "serving"
+        deadline = time.monotonic() + 20
+        node: dict[str, object] = {}
+        while time.monotonic() < deadline:
+            node = server.get("/ws/v1/partition/default/node/demo-node-0").json()
+            if node.get("attributes", {}).get("gpu") == "a100":  # type: ignore[union-attr]
+                break
+            time.sleep(0.1)
+        assert node["attributes"]["gpu"] == "a100"  # type: ignore[index]
+        plugins = {p["name"]: p for p in server.get("/ws/v1/reporters").json()}
+        assert plugins["gpu@demo-node-0"]["kind"] == "socket" and plugins["gpu@demo-node-0"]["state"] == "running"
+    finally:
+        if plugin is not None:
+            plugin.kill()
+            plugin.wait(10)
+        subprocess.run(["rm", "-rf", str(directory)], check=False)
+
+
 def test_bad_reporter_options_stop_serve_before_it_starts(tmp_path: Path) -> None:
-    for args in (["--reporter-period", "0"], ["--reporter-timeout", "-1"], ["--reporter-grace", "-5"]):
+    for args in (["--reporter-period", "0"], ["--reporter-timeout", "-1"], ["--reporter-grace", "-5"],
+                 ["--reporter-dir", str(tmp_path / "missing")]):
         done = subprocess.run([sys.executable, "-m", "pyscheduler.cli", "serve", "--bind", "127.0.0.1:1", *args],
                               capture_output=True, text=True, timeout=60, env=_server_env())
         assert done.returncode == 2 and "reporter" in done.stderr, (args, done.stderr)

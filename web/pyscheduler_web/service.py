@@ -55,6 +55,7 @@ from pyscheduler.scheduler.context import ClusterContext
 from pyscheduler.scheduler.history import History
 from pyscheduler.policies.role_history.store import DEFAULT_KEEP, DEFAULT_MAX_AGE, HistoryStore
 from pyscheduler.reporter.examples import ReclaimAdvisor, TopologyLabeller
+from pyscheduler.reporter.socket_plugins import PluginDirectory
 from pyscheduler.reporter.manager import DEFAULT_GRACE, DEFAULT_PERIOD, DEFAULT_TIMEOUT, ManagerSettings, ReporterManager
 from pyscheduler.scheduler.loop import Scheduler
 from pyscheduler.scheduler.role_history_saver import DEFAULT_SAVE_DELAY, RoleHistorySaver
@@ -102,6 +103,8 @@ class ServeOptions:
     reporter_grace: float = DEFAULT_GRACE
     reporter_enabled: tuple[str, ...] = ("*",)
     reporter_checkpoint: str | None = None
+    #: Where socket plugins register (``<dir>/<node id>/<plugin>.sock``); None: no socket plugins.
+    reporter_dir: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ServeOptions:
@@ -111,7 +114,8 @@ class ServeOptions:
         ``PYSCHEDULER_ROLE_HISTORY_KEEP``, ``PYSCHEDULER_ROLE_HISTORY_MAX_AGE`` and
         ``PYSCHEDULER_ROLE_HISTORY_SAVE_DELAY`` (seconds), ``PYSCHEDULER_REPORTER_PERIOD``,
         ``PYSCHEDULER_REPORTER_TIMEOUT``, ``PYSCHEDULER_REPORTER_GRACE`` (seconds),
-        ``PYSCHEDULER_REPORTER_ENABLE`` (comma-separated rules) and ``PYSCHEDULER_REPORTER_CHECKPOINT``."""
+        ``PYSCHEDULER_REPORTER_ENABLE`` (comma-separated rules), ``PYSCHEDULER_REPORTER_CHECKPOINT``
+        and ``PYSCHEDULER_REPORTER_DIR``."""
         env = os.environ if environ is None else environ
         rms = tuple(r.strip() for r in env.get("PYSCHEDULER_RM", "").split(",") if r.strip())
         return cls(
@@ -130,6 +134,7 @@ class ServeOptions:
             reporter_grace=float(env.get("PYSCHEDULER_REPORTER_GRACE", DEFAULT_GRACE)),
             reporter_enabled=tuple(r.strip() for r in env.get("PYSCHEDULER_REPORTER_ENABLE", "*").split(",") if r.strip()),
             reporter_checkpoint=env.get("PYSCHEDULER_REPORTER_CHECKPOINT") or None,
+            reporter_dir=env.get("PYSCHEDULER_REPORTER_DIR") or None,
         )
 
     def to_env(self) -> dict[str, str]:
@@ -150,6 +155,8 @@ class ServeOptions:
         }
         if self.reporter_checkpoint:
             env["PYSCHEDULER_REPORTER_CHECKPOINT"] = self.reporter_checkpoint
+        if self.reporter_dir:
+            env["PYSCHEDULER_REPORTER_DIR"] = self.reporter_dir
         if self.config_path:
             env["PYSCHEDULER_CONFIG"] = self.config_path
         if self.role_history_dir:
@@ -219,6 +226,10 @@ class SchedulerService:
         #: The node reporter manager: merges what its plugins report about every RM's nodes
         #: (``/ws/v1/reporters``); the demo registers two plugins.
         self.reporters = ReporterManager(self.proxy, None, self.options.reporter_settings())
+        #: Socket plugins registering in ``--reporter-dir`` (None: none).
+        self.plugin_directory = (
+            PluginDirectory(self.reporters, self.options.reporter_dir) if self.options.reporter_dir else None
+        )
         self.scheduler = Scheduler(self.context)
         #: Applications and containers sampled every minute (``/ws/v1/history/*``); None: off.
         self.history: History | None = History(self.context, self.context.clock) if self.options.history else None
@@ -254,6 +265,8 @@ class SchedulerService:
             self.history.start()
         self.health.start()
         self.reporters.start()
+        if self.plugin_directory is not None:
+            self.plugin_directory.start()
         if self.role_history_saver is not None:
             self.role_history_saver.start()
         try:
@@ -292,6 +305,8 @@ class SchedulerService:
             _quietly(item.name, item.stop)
         self._attached.clear()
         _quietly("health checker", self.health.stop)
+        if self.plugin_directory is not None:
+            _quietly("reporter plugin directory", self.plugin_directory.stop)
         _quietly("reporter manager", self.reporters.stop)
         if self.history is not None:
             _quietly("history", self.history.stop)
