@@ -290,3 +290,14 @@ def test_an_in_process_watching_plugin_is_followed_from_registration(w: World) -
     while attributes(w, "n1").get("watched") != "2" and time.monotonic() < deadline:
         time.sleep(0.01)
     assert attributes(w, "n1")["watched"] == "2"
+
+
+def test_a_plugin_that_changes_its_own_objects_in_place_is_still_seen(w: World) -> None:
+    m = manager(w)
+    plugin = Plugin("mutator", {"n1": [labels(v="1")], "n2": (labels(v="1"),)})  # a list and a tuple
+    m.register(plugin)
+    m.run_round()
+    plugin.content["n1"][0] = labels(v="2")  # type: ignore[index]
+    assert m.run_round().updated == ("n1",)
+    assert attributes(w, "n1")["v"] == "2" and attributes(w, "n2")["v"] == "1"
+    assert m.run_round().updated == ()

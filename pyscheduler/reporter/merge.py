@@ -91,8 +91,17 @@ class Merged:
     rejected: list[Rejected] = field(default_factory=list)
 
 
-def merge(reports: Sequence[Reported], schema: Mapping[tuple[FieldType, str], FieldSpec]) -> Merged:
-    """Merges ``reports`` (in registration order) under ``schema`` (see the module doc)."""
+#: What checking one field's bytes gave: its value, or why it is refused.
+Checked = tuple[Any, "str | None"]
+
+
+def merge(reports: Sequence[Reported], schema: Mapping[tuple[FieldType, str], FieldSpec],
+          cache: dict[tuple[FieldType, str, bytes], Checked] | None = None) -> Merged:
+    """Merges ``reports`` (in registration order) under ``schema`` (see the module doc).
+
+    ``cache``: decoded and checked values by (part, field, bytes), shared across merges, so the
+    same bytes (the same capacity on thousands of nodes, a report unchanged since the last round)
+    are decoded and checked once; values are never changed by a merge. The caller bounds it."""
     merged = Merged()
     specs: dict[str, FieldSpec] = {}
     for report in reports:
@@ -102,12 +111,13 @@ def merge(reports: Sequence[Reported], schema: Mapping[tuple[FieldType, str], Fi
                 merged.rejected.append(Rejected(report.plugin, reported.name,
                                                 f"unknown field {reported.field_type.name.lower()}.{reported.name}"))
                 continue
-            try:
-                value = decode_value(reported.value)
-            except ValueError as err:
-                merged.rejected.append(Rejected(report.plugin, reported.name, f"not JSON: {err}"))
-                continue
-            reason = _shape_problem(spec, value)
+            key = (reported.field_type, reported.name, reported.value)
+            checked = cache.get(key) if cache is not None else None
+            if checked is None:
+                checked = _check(spec, reported.value)
+                if cache is not None:
+                    cache[key] = checked
+            value, reason = checked
             if reason is not None:
                 merged.rejected.append(Rejected(report.plugin, reported.name, reason))
                 continue
@@ -117,6 +127,14 @@ def merge(reports: Sequence[Reported], schema: Mapping[tuple[FieldType, str], Fi
         if spec.normalise is not None:
             merged.values[name] = spec.normalise(merged.values[name])
     return merged
+
+
+def _check(spec: FieldSpec, data: bytes) -> Checked:
+    try:
+        value = decode_value(data)
+    except ValueError as err:
+        return None, f"not JSON: {err}"
+    return value, _shape_problem(spec, value)
 
 
 def _shape_problem(spec: FieldSpec, value: Any) -> str | None:
