@@ -122,7 +122,7 @@ class ReporterManager:
         # Incremental rounds (_apply): the plugins and nodes of the last round, each plugin's
         # last report, and per node its facts and the fields refused while merging it.
         self._shape: tuple[tuple[str, ...], frozenset[str]] | None = None
-        self._last_reports: dict[str, dict[str, list[ReportContent]]] = {}
+        self._last_reports: dict[str, NodeReport] = {}
         # Decoded and checked field values by (part, field, bytes), cleared when it grows past
         # CHECKED_CACHE_SIZE (values that stop appearing must not pile up).
         self._checked: dict[Any, Any] = {}
@@ -279,9 +279,9 @@ class ReporterManager:
                     error = f"{type(exc).__name__}: {exc}"
                 else:
                     report = future.result()
-                    error = _report_problem(report)
+                    error = _report_problem(report, polled.report)
                     if not error:
-                        polled.report = report
+                        polled.report = _private_copy(report)
                 if error:
                     failed += 1
                     polled.failures += 1
@@ -297,7 +297,10 @@ class ReporterManager:
 
     def push(self, name: str, report: NodeReport) -> tuple[str, ...]:
         """A watching plugin's new report: cached and applied at once."""
-        problem = _report_problem(report)
+        with self._lock:
+            known = self._plugins.get(name)
+            previous = known.report if known is not None else None
+        problem = _report_problem(report, previous)
         with self._lock:
             state = self._plugins.get(name)
             if state is None or state.state != "running":
@@ -306,7 +309,7 @@ class ReporterManager:
                 state.failures += 1
                 state.last_error = problem
                 return ()
-            state.report = report
+            state.report = _private_copy(report)
         return self._apply()
 
     def _expire(self) -> None:
@@ -339,19 +342,13 @@ class ReporterManager:
                 dirty = set()
                 for name, report in reports:
                     last = self._last_reports.get(name, {})
-                    if report == last:  # one comparison in C for an unchanged plugin
+                    if report is last or report == last:  # one comparison in C for an unchanged plugin
                         continue
                     for node_id in report.keys() | last.keys():
-                        contents = report.get(node_id)
-                        if (list(contents) if contents is not None else None) != last.get(node_id):
+                        if report.get(node_id) != last.get(node_id):
                             dirty.add(node_id)
-            # Copies (dict and lists): a plugin may change what it returned in place. An
-            # unchanged plugin's copy is kept as it is.
-            self._last_reports = {
-                name: kept if (kept := self._last_reports.get(name)) is not None and report == kept
-                else {node_id: list(contents) for node_id, contents in report.items()}
-                for name, report in reports
-            }
+            # The manager's own copies (made when a report is accepted), never changed after.
+            self._last_reports = dict(reports)
             nodes = {node_id for _, report in reports for node_id in report} if dirty is None else dirty
             if dirty is None:
                 self._merged, self._facts, self._rejected = {}, {}, {}
@@ -442,11 +439,21 @@ class ReporterManager:
             return self._merged.get(node_id)
 
 
-def _report_problem(report: object) -> str:
-    """Why a report cannot be used at all ("" when it can)."""
+def _private_copy(report: NodeReport) -> dict[str, list[ReportContent]]:
+    """The manager's copy of an accepted report (a plugin may change its own objects later)."""
+    return {node_id: list(contents) for node_id, contents in report.items()}
+
+
+def _report_problem(report: object, previous: NodeReport | None = None) -> str:
+    """Why a report cannot be used at all ("" when it can). Nodes whose contents equal the
+    ``previous`` (already checked) report's are not checked again."""
     if not isinstance(report, Mapping):
         return f"a report is a mapping of node id to contents, got {type(report).__name__}"
+    if previous is not None and report == previous:
+        return ""
     for node_id, contents in report.items():
+        if previous is not None and previous.get(node_id) == contents and isinstance(node_id, str):
+            continue
         if not isinstance(node_id, str) or not isinstance(contents, Sequence) or not all(
                 isinstance(c, ReportContent) for c in contents):
             return f"node {node_id!r}: contents must be a list of ReportContent"
