@@ -125,7 +125,7 @@ FAMILIES: dict[str, Family] = {
         ),
         Family(
             "reporter",
-            "node reporter manager: a round for 5,000 nodes x 8 plugins, scheduling while it updates 5% of nodes",
+            "node reporter manager: a round for 5,000 nodes x 8 plugins, scheduling while it updates 5%% of nodes",
             _run_reporter,
         ),
     )

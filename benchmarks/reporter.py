@@ -2,14 +2,15 @@
 
 (a) **A round at scale**: 5,000 nodes (the scheduling benchmark's YuniKorn shape registers
     them), 8 in-process plugins reporting on every node (labels from each, plus capacity,
-    topology zones, reclaimed capacity and taints from some: 11 fields per node). Timed: the
+    topology zones, reclaimed capacity and taints from some: 11 fields per node; one plugin
+    builds its whole answer anew on every call, as a decoded gRPC response would be). Timed: the
     first round (every node updated), a round where 5 % of the nodes' reports changed (only
     those updated), and a round where nothing changed (no update). Target: a round under
     100 ms, with updates only for the nodes that changed.
-(b) **Scheduling while the manager works**: the YuniKorn shape (fair, 5,000 nodes, 10,000
-    asks, events on, threaded scheduler), once alone and once while the manager runs a round
-    every 100 ms in which 5 % of the nodes' reports change, alternating, median of 3 (target:
-    at least 0.9x of alone).
+(b) **Scheduling while the manager works**: the YuniKorn shape (fair, 5,000 nodes, 30,000
+    asks so that a run lasts several rounds, events on, threaded scheduler), once alone and once
+    while the manager runs a round every second (five times Katalyst's pace) in which 5 % of
+    the nodes' reports change, alternating, median of 5 (target: at least 0.9x of alone).
 """
 
 from __future__ import annotations
@@ -28,11 +29,11 @@ from benchmarks.scheduling import build, case_timeout
 
 NODES: Final = 5_000
 PLUGINS: Final = 8
-ASKS: Final = 10_000
+ASKS: Final = 30_000
 CHANGED: Final = 0.05
 QUICK_NODES: Final = 500
 QUICK_ASKS: Final = 1_000
-REPEATS: Final = 3
+REPEATS: Final = 5
 ROUND_PERIOD: Final = 1.0
 TARGET_ROUND_MS: Final = 100.0
 TARGET_RATIO: Final = 0.9
@@ -44,8 +45,8 @@ class ReporterReport:
     plugins: int
     asks: int
     quick: bool
-    #: Round name -> (milliseconds, nodes updated).
-    rounds: dict[str, tuple[float, int]] = field(default_factory=dict)
+    #: Round name -> (milliseconds, nodes updated, milliseconds inside the plugins' own calls).
+    rounds: dict[str, tuple[float, int, float]] = field(default_factory=dict)
     rates: dict[str, list[float]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
@@ -63,7 +64,8 @@ class ReporterReport:
 
 
 class _Plugin:
-    """Reports prebuilt content; ``change(nodes, generation)`` rewrites some nodes' content."""
+    """Reports prebuilt content; ``change(nodes, generation)`` rewrites some nodes' content. The
+    last plugin copies its whole answer on every call."""
 
     def __init__(self, index: int, node_ids: list[str]) -> None:
         from pyscheduler.reporter.content import FieldType, ReportContent, ReportField
@@ -71,6 +73,8 @@ class _Plugin:
 
         self.name = f"plugin-{index}"
         self._index = index
+        #: Time spent in report() (the plugin's own work, part of a round).
+        self.seconds = 0.0
         self._types = (FieldType, ReportContent, ReportField, CNR, NODE)
         self.content: dict[str, list[Any]] = {node_id: self._content(node_id, 0) for node_id in node_ids}
 
@@ -99,6 +103,19 @@ class _Plugin:
         self.content = content
 
     def report(self) -> dict[str, list[Any]]:
+        began = time.perf_counter()
+        try:
+            return self._answer()
+        finally:
+            self.seconds += time.perf_counter() - began
+
+    def _answer(self) -> dict[str, list[Any]]:
+        if self._index == PLUGINS - 1:
+            # As a plugin that builds its answer anew on every call (a decoded gRPC response):
+            # equal values, new objects, so nothing is found unchanged by identity.
+            _, content, report_field, _, _ = self._types
+            return {node_id: [content(c.gvk, tuple(report_field(*f) for f in c.fields)) for c in contents]
+                    for node_id, contents in self.content.items()}
         return self.content
 
 
@@ -121,9 +138,12 @@ def measure_rounds(report: ReporterReport) -> None:
         if change is not None:
             plugins[2].change(node_ids[::step], change)
         gc.collect()
+        for plugin in plugins:
+            plugin.seconds = 0.0
         began = time.perf_counter()
         result = manager.run_round()
-        report.rounds[name] = ((time.perf_counter() - began) * 1e3, len(result.updated))
+        report.rounds[name] = ((time.perf_counter() - began) * 1e3, len(result.updated),
+                               sum(plugin.seconds for plugin in plugins) * 1e3)
     manager.stop()
     setup.proxy.stop()
 
@@ -132,9 +152,11 @@ def _scheduling_run(nodes: int, asks: int, with_manager: bool) -> float:
     setup = build("fair", nodes, asks, True)
     stop = threading.Event()
     worker = None
+    # Both runs start from the same nodes: the reported facts (capacity included) are in place
+    # before the timed run, as in a live cluster; only then does one run keep the manager busy.
+    manager, plugins, node_ids = _manager(setup)
+    manager.run_round()
     if with_manager:
-        manager, plugins, node_ids = _manager(setup)
-        manager.run_round()  # the nodes' facts are in place before the timed run, as in a live cluster
         step = max(1, int(1 / CHANGED))
 
         def churn() -> None:
@@ -158,6 +180,7 @@ def _scheduling_run(nodes: int, asks: int, with_manager: bool) -> float:
     setup.scheduler.stop()
     if worker is not None:
         worker.join(30)
+    manager.stop()
     setup.proxy.stop()
     if not finished:
         raise RuntimeError(f"{setup.rm.allocated} of {asks} allocations in {seconds:.1f} s")
@@ -186,8 +209,8 @@ def run(*, quick: bool = False, progress: Callable[[str], None] | None = None) -
 
 
 def format_report(report: ReporterReport) -> str:
-    rows = [[name, f"{ms:.1f}", f"{updated:,}", "met" if ms < TARGET_ROUND_MS else "NOT met"]
-            for name, (ms, updated) in report.rounds.items()]
+    rows = [[name, f"{ms:.1f}", f"{in_plugins:.1f}", f"{updated:,}", "met" if ms < TARGET_ROUND_MS else "NOT met"]
+            for name, (ms, updated, in_plugins) in report.rounds.items()]
     alone, busy = report.rates.get("alone", []), report.rates.get("with the manager", [])
     parts = [
         "## Node reporter manager",
@@ -195,7 +218,8 @@ def format_report(report: ReporterReport) -> str:
         f"(a) One round of the manager: {report.nodes:,} nodes, {report.plugins} in-process plugins reporting 11 "
         "fields per node (polls, merge, node facts, diff, one UPDATE per changed node through the RM interface).",
         "",
-        format_table(["round", "ms", "nodes updated", f"< {TARGET_ROUND_MS:g} ms"], rows, align="lrrl"),
+        format_table(["round", "ms", "of which in the plugins", "nodes updated", f"< {TARGET_ROUND_MS:g} ms"], rows,
+                     align="lrrrl"),
         "",
         f"(b) Scheduling (YuniKorn's shape, fair, {report.nodes:,} nodes, {report.asks:,} asks, threaded) alone and "
         f"while the manager runs a round every {ROUND_PERIOD * 1000:g} ms with 5 % of the nodes changed, alternating: "

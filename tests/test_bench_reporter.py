@@ -11,7 +11,8 @@ def test_quick_run_updates_only_what_changed() -> None:
     assert "reporter" in FAMILIES
     report = reporter.run(quick=True, progress=lambda message: None)
     assert report.failures == []
-    updated = {name: count for name, (_, count) in report.rounds.items()}
+    updated = {name: count for name, (_, count, _) in report.rounds.items()}
+    assert all(0 < in_plugins < ms for ms, _, in_plugins in report.rounds.values())
     assert updated == {"first (every node)": reporter.QUICK_NODES,
                        "5 % of the nodes changed": int(reporter.QUICK_NODES * reporter.CHANGED),
                        "nothing changed": 0}

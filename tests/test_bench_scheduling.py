@@ -62,3 +62,12 @@ def test_pyscheduler_bench_says_where_the_benchmarks_are() -> None:
     )
     assert done.returncode == 2
     assert "make bench" in done.stderr and "python -m benchmarks scheduling --quick" in done.stderr
+
+
+def test_help_lists_every_family() -> None:
+    # argparse expands % in help texts: a stray one made --help crash.
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    for family in FAMILIES:
+        assert family in done.stdout

@@ -266,7 +266,10 @@ def test_the_checkpoint_is_written_only_when_a_report_changed(w: World, tmp_path
     time.sleep(0.01)
     m.run_round()
     assert path.stat().st_mtime_ns == written
-    plugin.content = {"n1": [labels(a="2")]}
+    plugin.content = {"n1": [labels(a="1")]}  # new objects, equal values: nothing to write
+    m.run_round()
+    assert path.stat().st_mtime_ns == written
+    plugin.content["n1"][0] = labels(a="2")  # type: ignore[index]  # changed in place
     m.run_round()
     assert path.stat().st_mtime_ns != written
 
@@ -301,3 +304,38 @@ def test_a_plugin_that_changes_its_own_objects_in_place_is_still_seen(w: World) 
     assert m.run_round().updated == ("n1",)
     assert attributes(w, "n1")["v"] == "2" and attributes(w, "n2")["v"] == "1"
     assert m.run_round().updated == ()
+
+
+def test_a_converter_moves_content_to_the_kind_the_schema_reads(w: World) -> None:
+    # Katalyst's behaviour 3: a converter registered for GVK1 that returns GVK2 moves the fields.
+    m = manager(w)
+    legacy = ReportContent(GVK_OTHER, (ReportField(FieldType.METADATA, "Labels", b'{"legacy": "yes"}'),))
+    m.register(Plugin("old", {"n1": [legacy], "n2": [legacy]}))
+    m.run_round()
+    assert "legacy" not in attributes(w, "n1")
+    assert [r.reason for r in m.plugins()[0].rejected] == ["no reporter for example.com/v1, Kind=Other"] * 2
+
+    def convert(content: ReportContent) -> ReportContent:
+        return ReportContent(CNR, content.fields)
+
+    m.add_converter(GVK_OTHER, convert)
+    assert m.run_round().updated == ("n1", "n2"), "every node merged again with the converter"
+    assert attributes(w, "n1")["legacy"] == "yes" and m.plugins()[0].rejected == []
+
+
+def test_a_failing_converter_rejects_only_its_content(w: World) -> None:
+    m = manager(w)
+    legacy = ReportContent(GVK_OTHER, (ReportField(FieldType.METADATA, "Labels", b'{"legacy": "yes"}'),))
+    m.register(Plugin("old", {"n1": [legacy, labels(fine="1")]}))
+
+    def broken(content: ReportContent) -> ReportContent:
+        raise ValueError("cannot read this version")
+
+    m.add_converter(GVK_OTHER, broken)
+    m.run_round()
+    assert attributes(w, "n1")["fine"] == "1" and "legacy" not in attributes(w, "n1")
+    assert [r.reason for r in m.plugins()[0].rejected] == [
+        "converter for example.com/v1, Kind=Other failed: ValueError: cannot read this version"]
+    m.add_converter(GVK_OTHER, lambda content: "nonsense")  # type: ignore[arg-type,return-value]
+    m.run_round()
+    assert [r.reason for r in m.plugins()[0].rejected] == ["converter for example.com/v1, Kind=Other returned str"]

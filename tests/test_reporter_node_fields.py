@@ -49,6 +49,8 @@ def test_topology_zones_are_unique_and_sorted() -> None:
     merged, node = facts(report("a", (ST, "TopologyZone", [{"type": "Socket", "name": "0"}, {"type": "Numa", "name": "0"}])),
                          report("b", (ST, "TopologyZone", [{"type": "Numa", "name": "0", "resources": {}}])))
     assert merged.values["TopologyZone"] == [{"type": "Numa", "name": "0", "resources": {}}, {"type": "Socket", "name": "0"}]
+    # Sources stay with their elements: the Numa zone kept is b's.
+    assert merged.sources["TopologyZone"] == ["b", "a"]
     assert json.loads(node.attributes[ZONES_ATTRIBUTE])[0] == {"name": "0", "resources": {}, "type": "Numa"}
 
 
@@ -84,3 +86,17 @@ def test_bad_values_are_rejected_per_field() -> None:
     assert sorted(r.field for r in merged.rejected) == ["Labels", "Resources", "Taints"]
     node = node_facts(merged)
     assert node.capacity is None and node.occupied is not None
+
+
+def test_the_shared_cache_gives_the_same_facts_as_none() -> None:
+    # Derived forms (zone text, capacity) are cached by what the field was made of; a second node
+    # with the same zones but other labels gets the same text and its own labels.
+    cache: dict[object, object] = {}
+    zones = (ST, "TopologyZone", [{"type": "Socket", "name": "0"}])
+    capacity = (ST, "Resources", {"allocatable": {"cpu": "4"}})
+    first = node_facts(merge([report("a", zones, capacity, (M, "Labels", {"n": "1"}))], NODE_SCHEMA, cache), cache)
+    second = node_facts(merge([report("a", zones, capacity, (M, "Labels", {"n": "2"}))], NODE_SCHEMA, cache), cache)
+    plain = node_facts(merge([report("a", zones, capacity, (M, "Labels", {"n": "2"}))], NODE_SCHEMA))
+    assert second == plain and first.attributes["n"] == "1"
+    assert first.attributes[ZONES_ATTRIBUTE] is second.attributes[ZONES_ATTRIBUTE]
+    assert first.capacity is second.capacity == Resource({"vcore": 4000})

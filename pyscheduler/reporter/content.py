@@ -10,12 +10,16 @@ socket plugin's response converts one to one.
 Here the manager runs beside the scheduler core rather than on the node, so a report also says
 which node it is about: an in-process plugin returns content per node id; a socket plugin is
 bound to the node it registered for.
+
+The three value types are named tuples rather than dataclasses: the manager compares every
+plugin's answer with its previous one on every round (thousands of nodes), and tuples compare
+and hash in C.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 __all__ = ["FieldType", "GroupVersionKind", "ReportContent", "ReportField"]
 
@@ -28,8 +32,7 @@ class FieldType(IntEnum):
     METADATA = 2
 
 
-@dataclass(frozen=True, slots=True)
-class GroupVersionKind:
+class GroupVersionKind(NamedTuple):
     group: str
     version: str
     kind: str
@@ -38,8 +41,7 @@ class GroupVersionKind:
         return f"{self.group}/{self.version}, Kind={self.kind}" if self.group else f"{self.version}, Kind={self.kind}"
 
 
-@dataclass(frozen=True, slots=True)
-class ReportField:
+class ReportField(NamedTuple):
     field_type: FieldType
     #: The target object's field, as the Go field is spelled (``Labels``, ``TopologyZone``).
     name: str
@@ -47,7 +49,6 @@ class ReportField:
     value: bytes
 
 
-@dataclass(frozen=True, slots=True)
-class ReportContent:
+class ReportContent(NamedTuple):
     gvk: GroupVersionKind
     fields: tuple[ReportField, ...]

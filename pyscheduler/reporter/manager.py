@@ -39,14 +39,14 @@ from pyscheduler.common.clock import Clock, SystemClock
 from pyscheduler.common.errors import SchedulerValueError
 from pyscheduler.common.resources import Resource
 from pyscheduler.reporter import checkpoint
-from pyscheduler.reporter.content import ReportContent, ReportField
+from pyscheduler.reporter.content import GroupVersionKind, ReportContent, ReportField
 from pyscheduler.reporter.merge import Merged, Rejected, Reported, merge
 from pyscheduler.reporter.node_fields import NODE_KINDS, NODE_SCHEMA, NodeFacts, node_facts
 from pyscheduler.reporter.plugin import NodeReport, ReporterPlugin, WatchingPlugin, is_enabled
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.si import messages as si
 
-__all__ = ["DEFAULT_GRACE", "DEFAULT_PERIOD", "DEFAULT_TIMEOUT", "ManagerSettings", "PluginState",
+__all__ = ["Converter", "DEFAULT_GRACE", "DEFAULT_PERIOD", "DEFAULT_TIMEOUT", "ManagerSettings", "PluginState",
            "ReporterError", "ReporterManager", "RoundResult"]
 
 log = logging.getLogger(__name__)
@@ -56,6 +56,10 @@ DEFAULT_TIMEOUT: Final = 10.0
 DEFAULT_GRACE: Final = 300.0
 #: Field values kept decoded between rounds (about 8 plugins x 5,000 nodes x a few fields).
 CHECKED_CACHE_SIZE: Final = 200_000
+
+
+#: Turns content about one kind into content about another (see ReporterManager.add_converter).
+Converter = Callable[[ReportContent], ReportContent]
 
 
 class ReporterError(SchedulerValueError):
@@ -136,8 +140,11 @@ class ReporterManager:
         #: Checkpoint writes that failed (the last reason in ``checkpoint_error``).
         self.checkpoint_errors = 0
         self.checkpoint_error = ""
-        # What the last checkpoint held (copies: a plugin may change its report in place).
-        self._saved_reports: dict[str, dict[str, list[ReportContent]]] = {}
+        # What the last checkpoint held: the accepted reports themselves (never changed; a
+        # plugin's new answer is a new object, an unchanged one keeps the old).
+        self._saved_reports: dict[str, NodeReport] = {}
+        #: Katalyst's converters: content about a kind -> content about another, before merging.
+        self._converters: dict[GroupVersionKind, Converter] = {}
         self._restore()
 
     # -- checkpoint -----------------------------------------------------------------------------
@@ -167,9 +174,9 @@ class ReporterManager:
         if path is None:
             return
         with self._lock:
-            current = {s.name: {node: list(contents) for node, contents in s.report.items()}
-                       for s in self._plugins.values() if s.report is not None}
-            if current == self._saved_reports:
+            current = {s.name: s.report for s in self._plugins.values() if s.report is not None}
+            saved = self._saved_reports
+            if current.keys() == saved.keys() and all(report is saved[name] for name, report in current.items()):
                 return
             plugins = [checkpoint.SavedPlugin(s.name, s.order, s.report)
                        for s in sorted(self._plugins.values(), key=lambda s: s.order) if s.report is not None]
@@ -183,6 +190,16 @@ class ReporterManager:
         self._saved_reports = current
 
     # -- registration ---------------------------------------------------------------------------
+
+    def add_converter(self, source: GroupVersionKind, convert: Converter) -> None:
+        """Katalyst's converters: content about ``source`` is given to ``convert`` before the
+        merge, and what it returns (content about another kind, such as an older version of a
+        resource turned into the one the node schema reads) is merged instead. A converter that
+        raises or returns something else rejects that content for the round, with the reason.
+        Every node is merged again at the next round."""
+        with self._apply_lock:
+            self._converters[source] = convert
+            self._shape = None
 
     def register(self, plugin: ReporterPlugin) -> None:
         """Adds a plugin (its registration order is the merge order). A name already running
@@ -278,10 +295,9 @@ class ReporterManager:
                     exc = future.exception()
                     error = f"{type(exc).__name__}: {exc}"
                 else:
-                    report = future.result()
-                    error = _report_problem(report, polled.report)
-                    if not error:
-                        polled.report = _private_copy(report)
+                    accepted, error = _accept(future.result(), polled.report)
+                    if accepted is not None:
+                        polled.report = accepted
                 if error:
                     failed += 1
                     polled.failures += 1
@@ -300,16 +316,16 @@ class ReporterManager:
         with self._lock:
             known = self._plugins.get(name)
             previous = known.report if known is not None else None
-        problem = _report_problem(report, previous)
+        accepted, problem = _accept(report, previous)
         with self._lock:
             state = self._plugins.get(name)
             if state is None or state.state != "running":
                 return ()
-            if problem:
+            if accepted is None:
                 state.failures += 1
                 state.last_error = problem
                 return ()
-            state.report = _private_copy(report)
+            state.report = accepted
         return self._apply()
 
     def _expire(self) -> None:
@@ -400,6 +416,18 @@ class ReporterManager:
                 continue
             fields: list[ReportField] = []
             for content in contents:
+                convert = self._converters.get(content.gvk)
+                if convert is not None:
+                    source = content.gvk
+                    try:
+                        converted: object = convert(content)
+                    except Exception as exc:  # a converter's failure is that content's, not the round's
+                        rejected.append(Rejected(name, "*", f"converter for {source} failed: {type(exc).__name__}: {exc}"))
+                        continue
+                    if not isinstance(converted, ReportContent):
+                        rejected.append(Rejected(name, "*", f"converter for {source} returned {type(converted).__name__}"))
+                        continue
+                    content = converted
                 if content.gvk not in NODE_KINDS:
                     rejected.append(Rejected(name, "*", f"no reporter for {content.gvk}"))
                     continue
@@ -412,7 +440,7 @@ class ReporterManager:
             rejected.extend(merged.rejected)
             with self._lock:
                 self._merged[node_id] = merged
-            self._facts[node_id] = node_facts(merged)
+            self._facts[node_id] = node_facts(merged, self._checked)
         else:
             with self._lock:
                 self._merged.pop(node_id, None)
@@ -439,22 +467,27 @@ class ReporterManager:
             return self._merged.get(node_id)
 
 
-def _private_copy(report: NodeReport) -> dict[str, list[ReportContent]]:
-    """The manager's copy of an accepted report (a plugin may change its own objects later)."""
-    return {node_id: list(contents) for node_id, contents in report.items()}
+def _accept(report: object, previous: NodeReport | None) -> tuple[NodeReport | None, str]:
+    """A plugin's answer checked and turned into the manager's own copy (the plugin may change
+    the objects it returned later), or None and why it cannot be used at all.
 
-
-def _report_problem(report: object, previous: NodeReport | None = None) -> str:
-    """Why a report cannot be used at all ("" when it can). Nodes whose contents equal the
-    ``previous`` (already checked) report's are not checked again."""
+    One pass: a node whose contents equal the ``previous`` accepted report's keeps that (already
+    checked) copy; an answer equal to ``previous`` as a whole (one comparison in C) is
+    ``previous`` itself, so an unchanged plugin costs no copy and :meth:`ReporterManager._apply`
+    sees it unchanged by identity."""
     if not isinstance(report, Mapping):
-        return f"a report is a mapping of node id to contents, got {type(report).__name__}"
+        return None, f"a report is a mapping of node id to contents, got {type(report).__name__}"
     if previous is not None and report == previous:
-        return ""
+        return previous, ""
+    kept = previous or {}
+    copy: dict[str, Sequence[ReportContent]] = {}
     for node_id, contents in report.items():
-        if previous is not None and previous.get(node_id) == contents and isinstance(node_id, str):
+        old = kept.get(node_id)
+        if old is not None and old == contents:
+            copy[node_id] = old
             continue
         if not isinstance(node_id, str) or not isinstance(contents, Sequence) or not all(
                 isinstance(c, ReportContent) for c in contents):
-            return f"node {node_id!r}: contents must be a list of ReportContent"
-    return ""
+            return None, f"node {node_id!r}: contents must be a list of ReportContent"
+        copy[node_id] = list(contents)
+    return copy, ""

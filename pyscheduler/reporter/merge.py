@@ -32,7 +32,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from pyscheduler.reporter.content import FieldType, ReportField
 
@@ -57,25 +57,26 @@ def _any(value: Any) -> str | None:
 class FieldSpec:
     """One field the target object has: where it lives, how plugins' values combine, what a
     value (map value, slice element, or the whole common value) must look like, and how the
-    merged value is normalised."""
+    merged value is normalised: ``normalise`` for a map or common value; for a slice,
+    ``unique_key`` keeps one element per key (the later one, so its source stays with it) and
+    sorts the elements by it."""
 
     field_type: FieldType
     name: str
     kind: FieldKind
     check: Check = _any
     normalise: Callable[[Any], Any] | None = None
+    unique_key: Callable[[Any], Any] | None = None
 
 
-@dataclass(frozen=True)
-class Reported:
+class Reported(NamedTuple):
     """One plugin's fields for one object, in the plugin's order."""
 
     plugin: str
     fields: Sequence[ReportField]
 
 
-@dataclass(frozen=True)
-class Rejected:
+class Rejected(NamedTuple):
     plugin: str
     field: str
     reason: str
@@ -89,6 +90,9 @@ class Merged:
     #: slice, the plugin for a common field.
     sources: dict[str, Any] = field(default_factory=dict)
     rejected: list[Rejected] = field(default_factory=list)
+    #: Field name -> what its merged value was made of (the field and each contribution's
+    #: bytes, in order): equal keys, equal values, so derived forms can be cached by it.
+    keys: dict[str, tuple[Any, ...]] = field(default_factory=dict)
 
 
 #: What checking one field's bytes gave: its value, or why it is refused.
@@ -96,13 +100,15 @@ Checked = tuple[Any, "str | None"]
 
 
 def merge(reports: Sequence[Reported], schema: Mapping[tuple[FieldType, str], FieldSpec],
-          cache: dict[tuple[FieldType, str, bytes], Checked] | None = None) -> Merged:
+          cache: dict[Any, Any] | None = None) -> Merged:
     """Merges ``reports`` (in registration order) under ``schema`` (see the module doc).
 
-    ``cache``: decoded and checked values by (part, field, bytes), shared across merges, so the
-    same bytes (the same capacity on thousands of nodes, a report unchanged since the last round)
-    are decoded and checked once; values are never changed by a merge. The caller bounds it."""
+    ``cache``: shared across merges, so that the same bytes (the same capacity on thousands of
+    nodes, a report unchanged since the last round) are decoded and checked once, and the same
+    contributions to a field are combined and normalised once. Values in it, and so the
+    values of a :class:`Merged`, are shared and never changed. The caller bounds it."""
     merged = Merged()
+    contributions: dict[str, list[tuple[str, Any, bytes]]] = {}
     specs: dict[str, FieldSpec] = {}
     for report in reports:
         for reported in report.fields:
@@ -122,11 +128,32 @@ def merge(reports: Sequence[Reported], schema: Mapping[tuple[FieldType, str], Fi
                 merged.rejected.append(Rejected(report.plugin, reported.name, reason))
                 continue
             specs[spec.name] = spec
-            _combine(merged, spec, report.plugin, value)
-    for name, spec in specs.items():
-        if spec.normalise is not None:
-            merged.values[name] = spec.normalise(merged.values[name])
+            contributions.setdefault(spec.name, []).append((report.plugin, value, reported.value))
+    for name, parts in contributions.items():
+        spec = specs[name]
+        field_key = (spec.field_type, name, *(data for _, _, data in parts))
+        merged.keys[name] = field_key
+        if len(parts) == 1 and spec.kind is not FieldKind.SLICE:
+            # One plugin supplies the field: its value, normalised (cached by its bytes).
+            plugin, value, _ = parts[0]
+            normalise = spec.normalise
+            if normalise is not None:
+                raw = value
+                value = _cached(cache, ("normalised", field_key), lambda: normalise(raw))
+            merged.values[name] = value
+            merged.sources[name] = {item: plugin for item in value} if spec.kind is FieldKind.MAP else plugin
+            continue
+        merged.values[name], merged.sources[name] = _combine(spec, parts)
     return merged
+
+
+def _cached(cache: dict[Any, Any] | None, key: Any, make: Callable[[], Any]) -> Any:
+    if cache is None:
+        return make()
+    value = cache.get(key)
+    if value is None:
+        value = cache[key] = make()
+    return value
 
 
 def _check(spec: FieldSpec, data: bytes) -> Checked:
@@ -157,19 +184,26 @@ def _shape_problem(spec: FieldSpec, value: Any) -> str | None:
     return None
 
 
-def _combine(merged: Merged, spec: FieldSpec, plugin: str, value: Any) -> None:
-    name = spec.name
+def _combine(spec: FieldSpec, parts: list[tuple[str, Any, bytes]]) -> tuple[Any, Any]:
+    """The merged value of several contributions (registration order) and who supplied what."""
     if spec.kind is FieldKind.MAP:
-        merged.values.setdefault(name, {}).update(value)
-        sources = merged.sources.setdefault(name, {})
-        for key in value:
-            sources[key] = plugin
-    elif spec.kind is FieldKind.SLICE:
-        merged.values.setdefault(name, []).extend(value)
-        merged.sources.setdefault(name, []).extend([plugin] * len(value))
-    else:
-        merged.values[name] = value
-        merged.sources[name] = plugin
+        combined: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        for plugin, value, _ in parts:
+            combined.update(value)
+            for key in value:
+                sources[key] = plugin
+        if spec.normalise is not None:
+            combined = spec.normalise(combined)
+        return combined, {key: sources[key] for key in combined}
+    if spec.kind is FieldKind.SLICE:
+        pairs = [(item, plugin) for plugin, value, _ in parts for item in value]
+        if spec.unique_key is not None:
+            last = {spec.unique_key(item): (item, plugin) for item, plugin in pairs}  # the later wins
+            pairs = [last[key] for key in sorted(last)]
+        return [item for item, _ in pairs], [plugin for _, plugin in pairs]
+    plugin, value, _ = parts[-1]
+    return (spec.normalise(value) if spec.normalise is not None else value), plugin
 
 
 def _json_type(value: Any) -> str:

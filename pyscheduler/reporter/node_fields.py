@@ -27,7 +27,7 @@ Quantities use Kubernetes' grammar (``10``, ``500m``, ``24Gi``); ``cpu`` is the 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -110,16 +110,6 @@ def _resources(value: Any) -> str | None:
     return None
 
 
-def _unique_sorted(key: Any) -> Any:
-    def normalise(items: list[Any]) -> list[Any]:
-        last: dict[Any, Any] = {}
-        for item in items:  # a later element with the same key replaces an earlier one
-            last[key(item)] = item
-        return [last[k] for k in sorted(last)]
-
-    return normalise
-
-
 def _sorted_map(value: dict[str, Any]) -> dict[str, Any]:
     return dict(sorted(value.items()))
 
@@ -128,11 +118,14 @@ M, SP, ST = FieldType.METADATA, FieldType.SPEC, FieldType.STATUS
 _FIELDS: Final = (
     FieldSpec(M, "Labels", FieldKind.MAP, _string, _sorted_map),
     FieldSpec(M, "Annotations", FieldKind.MAP, _string, _sorted_map),
-    FieldSpec(SP, "NodeResourceProperties", FieldKind.SLICE, _property, _unique_sorted(lambda p: p["propertyName"])),
-    FieldSpec(SP, "Taints", FieldKind.SLICE, _taint, _unique_sorted(lambda t: (t["key"], t.get("effect", "")))),
+    FieldSpec(SP, "NodeResourceProperties", FieldKind.SLICE, _property,
+              unique_key=lambda p: p["propertyName"]),
+    FieldSpec(SP, "Taints", FieldKind.SLICE, _taint,
+              unique_key=lambda t: (t["key"], t.get("effect", ""))),
     FieldSpec(ST, "Resources", FieldKind.COMMON, _resources),
     FieldSpec(ST, "Occupied", FieldKind.MAP, _quantity, _sorted_map),
-    FieldSpec(ST, "TopologyZone", FieldKind.SLICE, _zone, _unique_sorted(lambda z: (z["type"], z.get("name", "")))),
+    FieldSpec(ST, "TopologyZone", FieldKind.SLICE, _zone,
+              unique_key=lambda z: (z["type"], z.get("name", ""))),
     FieldSpec(ST, "TopologyPolicy", FieldKind.COMMON, _string),
     FieldSpec(ST, "ReclaimedResourceCapacity", FieldKind.MAP, _quantity, _sorted_map),
     FieldSpec(ST, "ResourceStatus", FieldKind.SLICE, _object),
@@ -153,9 +146,23 @@ class NodeFacts:
     occupied: Resource | None = None
 
 
-def node_facts(merged: Merged) -> NodeFacts:
-    """The node's attributes, capacity and occupied resources from merged fields."""
+def node_facts(merged: Merged, cache: dict[Any, Any] | None = None) -> NodeFacts:
+    """The node's attributes, capacity and occupied resources from merged fields.
+
+    ``cache`` (shared across nodes, as :func:`merge`'s): the derived forms of a field (its JSON
+    text as an attribute, a capacity as a Resource) by the field's :attr:`Merged.keys`, so the
+    same zones or capacity on thousands of nodes is encoded or parsed once."""
     values = merged.values
+
+    def derived(name: str, make: Callable[[Any], Any]) -> Any:
+        if cache is None:
+            return make(values[name])
+        key = ("derived", merged.keys[name])
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = make(values[name])
+        return found
+
     attributes: dict[str, str] = {}
     attributes.update(values.get("Labels", {}))
     attributes.update(values.get("Annotations", {}))
@@ -169,16 +176,23 @@ def node_facts(merged: Merged) -> NodeFacts:
     for name, attribute in (("Taints", TAINTS_ATTRIBUTE), ("TopologyZone", ZONES_ATTRIBUTE),
                             ("ResourceStatus", RESOURCE_STATUS_ATTRIBUTE), ("TopologyStatus", TOPOLOGY_STATUS_ATTRIBUTE)):
         if name in values:
-            attributes[attribute] = json.dumps(values[name], sort_keys=True, separators=(",", ":"))
+            attributes[attribute] = derived(name, _json_text)
     if "TopologyPolicy" in values:
         attributes[POLICY_ATTRIBUTE] = values["TopologyPolicy"]
-    capacity = None
-    resources = values.get("Resources")
-    if resources is not None:
-        chosen = resources.get("allocatable") or resources.get("capacity")
-        capacity = _resource(chosen) if chosen else None
-    occupied = _resource(values["Occupied"]) if "Occupied" in values else None
-    return NodeFacts(dict(sorted(attributes.items())), capacity, occupied)
+    capacity = derived("Resources", _capacity) if "Resources" in values else None
+    occupied = derived("Occupied", _resource) if "Occupied" in values else None
+    return NodeFacts(dict(sorted(attributes.items())), capacity or None, occupied)
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def _capacity(resources: Mapping[str, Any]) -> Resource | bool:
+    """The schedulable capacity a Resources field gives (allocatable, else capacity), or False
+    (cacheable) when it gives none."""
+    chosen = resources.get("allocatable") or resources.get("capacity")
+    return _resource(chosen) if chosen else False
 
 
 def _resource(quantities: Mapping[str, Any]) -> Resource:
