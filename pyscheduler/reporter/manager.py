@@ -414,25 +414,10 @@ class ReporterManager:
             if node_id not in known:
                 rejected.append(Rejected(name, "*", f"unknown node {node_id!r}"))
                 continue
-            fields: list[ReportField] = []
-            for content in contents:
-                convert = self._converters.get(content.gvk)
-                if convert is not None:
-                    source = content.gvk
-                    try:
-                        converted: object = convert(content)
-                    except Exception as exc:  # a converter's failure is that content's, not the round's
-                        rejected.append(Rejected(name, "*", f"converter for {source} failed: {type(exc).__name__}: {exc}"))
-                        continue
-                    if not isinstance(converted, ReportContent):
-                        rejected.append(Rejected(name, "*", f"converter for {source} returned {type(converted).__name__}"))
-                        continue
-                    content = converted
-                if content.gvk not in NODE_KINDS:
-                    rejected.append(Rejected(name, "*", f"no reporter for {content.gvk}"))
-                    continue
-                fields.extend(content.fields)
-            reported.append(Reported(name, fields))
+            if len(contents) == 1 and not self._converters and contents[0].gvk in NODE_KINDS:
+                reported.append(Reported(name, contents[0].fields))  # the usual case, made short
+            else:
+                reported.append(Reported(name, self._node_fields(name, contents, rejected)))
         if reported:
             if len(self._checked) > CHECKED_CACHE_SIZE:
                 self._checked.clear()
@@ -449,6 +434,29 @@ class ReporterManager:
             self._rejected[node_id] = rejected
         else:
             self._rejected.pop(node_id, None)
+
+    def _node_fields(self, name: str, contents: Sequence[ReportContent], rejected: list[Rejected]) -> list[ReportField]:
+        """A plugin's fields about one node: its contents converted (Katalyst's converters) and
+        those about a kind the node schema does not read rejected."""
+        fields: list[ReportField] = []
+        for content in contents:
+            convert = self._converters.get(content.gvk)
+            if convert is not None:
+                source = content.gvk
+                try:
+                    converted: object = convert(content)
+                except Exception as exc:  # a converter's failure is that content's, not the round's
+                    rejected.append(Rejected(name, "*", f"converter for {source} failed: {type(exc).__name__}: {exc}"))
+                    continue
+                if not isinstance(converted, ReportContent):
+                    rejected.append(Rejected(name, "*", f"converter for {source} returned {type(converted).__name__}"))
+                    continue
+                content = converted
+            if content.gvk not in NODE_KINDS:
+                rejected.append(Rejected(name, "*", f"no reporter for {content.gvk}"))
+                continue
+            fields.extend(content.fields)
+        return fields
 
     def _known_nodes(self) -> dict[str, str]:
         """Node id -> the RM that owns it, for the nodes this manager reports on."""

@@ -110,25 +110,30 @@ def merge(reports: Sequence[Reported], schema: Mapping[tuple[FieldType, str], Fi
     merged = Merged()
     contributions: dict[str, list[tuple[str, Any, bytes]]] = {}
     specs: dict[str, FieldSpec] = {}
-    for report in reports:
-        for reported in report.fields:
-            spec = schema.get((reported.field_type, reported.name))
+    find_spec = schema.get
+    cached = cache.get if cache is not None else None
+    for plugin, fields in reports:
+        for field_type, field_name, data in fields:
+            spec = find_spec((field_type, field_name))
             if spec is None:
-                merged.rejected.append(Rejected(report.plugin, reported.name,
-                                                f"unknown field {reported.field_type.name.lower()}.{reported.name}"))
+                merged.rejected.append(Rejected(plugin, field_name, f"unknown field {field_type.name.lower()}.{field_name}"))
                 continue
-            key = (reported.field_type, reported.name, reported.value)
-            checked = cache.get(key) if cache is not None else None
+            key = (field_type, field_name, data)
+            checked = cached(key) if cached is not None else None
             if checked is None:
-                checked = _check(spec, reported.value)
+                checked = _check(spec, data)
                 if cache is not None:
                     cache[key] = checked
             value, reason = checked
             if reason is not None:
-                merged.rejected.append(Rejected(report.plugin, reported.name, reason))
+                merged.rejected.append(Rejected(plugin, field_name, reason))
                 continue
-            specs[spec.name] = spec
-            contributions.setdefault(spec.name, []).append((report.plugin, value, reported.value))
+            specs[field_name] = spec
+            parts = contributions.get(field_name)
+            if parts is None:
+                contributions[field_name] = [(plugin, value, data)]
+            else:
+                parts.append((plugin, value, data))
     for name, parts in contributions.items():
         spec = specs[name]
         field_key = (spec.field_type, name, *(data for _, _, data in parts))

@@ -132,6 +132,10 @@ class PluginDirectory:
             raise ReporterError(f"reporter plugin directory {self.directory} does not exist or is not a directory")
         if not os.access(self.directory, os.R_OK | os.X_OK):
             raise ReporterError(f"reporter plugin directory {self.directory} is not readable")
+        if not os.access(self.directory, os.W_OK):
+            # Not an error: plugins running as another user may still create their sockets there.
+            log.warning("reporter plugin directory %s is not writable by this process: only plugins "
+                        "allowed to create sockets there can register", self.directory)
 
     def start(self) -> None:
         self.check()
