@@ -37,6 +37,7 @@ from typing import Any, Final
 from pyscheduler.common.background import BackgroundThread
 from pyscheduler.common.clock import Clock, SystemClock
 from pyscheduler.common.errors import SchedulerValueError
+from pyscheduler.common.gc_pause import collector_paused
 from pyscheduler.common.resources import Resource
 from pyscheduler.reporter import checkpoint
 from pyscheduler.reporter.content import GroupVersionKind, ReportContent, ReportField
@@ -54,6 +55,8 @@ log = logging.getLogger(__name__)
 DEFAULT_PERIOD: Final = 5.0
 DEFAULT_TIMEOUT: Final = 10.0
 DEFAULT_GRACE: Final = 300.0
+#: Seconds the plugins' answers are waited for with the garbage collector paused (run_round).
+GC_PAUSE_LIMIT: Final = 0.25
 #: Field values kept decoded between rounds (about 8 plugins x 5,000 nodes x a few fields).
 CHECKED_CACHE_SIZE: Final = 200_000
 
@@ -278,7 +281,33 @@ class ReporterManager:
                 if state.in_flight is not None and not state.in_flight.done():
                     continue  # still hanging from an earlier round: its last good report stays
                 state.in_flight = calls[state.name] = self._pool.submit(state.plugin.report)
-        done, _ = concurrent.futures.wait(calls.values(), timeout=self.settings.timeout)
+        polled = len(calls)
+        # The answers are taken with the collector paused when they all come within
+        # GC_PAUSE_LIMIT: an answer equal to the last one is dropped at once, and a collection
+        # meeting thousands of such short-lived objects would promote them toward the next
+        # full collection of the scheduler's whole heap (common.gc_pause).
+        with collector_paused():
+            done, pending = concurrent.futures.wait(calls.values(), timeout=min(GC_PAUSE_LIMIT, self.settings.timeout))
+            if not pending:
+                failed = self._take_answers(calls, done)
+                calls.clear()  # the last references to the answers: freed inside the pause
+                done.clear()
+        if pending:
+            done, _ = concurrent.futures.wait(calls.values(), timeout=max(0.0, self.settings.timeout - GC_PAUSE_LIMIT))
+            failed = self._take_answers(calls, done)
+        updated = self._apply()
+        result = RoundResult(polled, failed, updated)
+        self.rounds += 1
+        self.last_round_seconds = time.perf_counter() - started
+        if self._on_round is not None:
+            self._on_round(result)
+        return result
+
+    def _take_answers(self, calls: Mapping[str, concurrent.futures.Future[NodeReport]],
+                      done: set[concurrent.futures.Future[NodeReport]]) -> int:
+        """Records each polled plugin's answer (accepted as its report, or its failure; a call
+        not done is a timeout); returns the number of failures. A finished call is forgotten,
+        so its answer is freed once compared."""
         failed = 0
         now_ns = self.clock.now_ns()
         with self._lock:
@@ -298,18 +327,14 @@ class ReporterManager:
                     accepted, error = _accept(future.result(), polled.report)
                     if accepted is not None:
                         polled.report = accepted
+                if future in done and polled.in_flight is future:
+                    polled.in_flight = None
                 if error:
                     failed += 1
                     polled.failures += 1
                     polled.last_error = error
                     log.warning("reporter plugin %s: %s (its last good report stays)", name, error)
-        updated = self._apply()
-        result = RoundResult(len(calls), failed, updated)
-        self.rounds += 1
-        self.last_round_seconds = time.perf_counter() - started
-        if self._on_round is not None:
-            self._on_round(result)
-        return result
+        return failed
 
     def push(self, name: str, report: NodeReport) -> tuple[str, ...]:
         """A watching plugin's new report: cached and applied at once."""

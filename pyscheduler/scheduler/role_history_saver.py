@@ -18,7 +18,6 @@ future-version or unreadable file) is a warning, never a failed start.
 
 from __future__ import annotations
 
-import gc
 import logging
 import threading
 from contextlib import AbstractContextManager
@@ -26,6 +25,7 @@ import time
 from typing import Final
 
 from pyscheduler.common.background import BackgroundThread
+from pyscheduler.common.gc_pause import collector_paused
 from pyscheduler.policies.role_history.store import HistoryStore
 from pyscheduler.scheduler.context import ClusterContext, external_name
 
@@ -37,23 +37,23 @@ DEFAULT_SAVE_DELAY: Final = 1.0
 
 
 class HoldWithoutCollection:
-    """Holds ``lock`` with Python's cyclic garbage collector paused: a snapshot allocates many
-    small objects, and a full collection that they trigger would otherwise run inside the hold
-    (tens of ms on a large heap, with the scheduling cycle waiting). It runs after the release."""
+    """Holds ``lock`` with Python's cyclic garbage collector paused (common.gc_pause): a
+    snapshot allocates many small objects, and a full collection that they trigger would
+    otherwise run inside the hold (tens of ms on a large heap, with the scheduling cycle
+    waiting). It runs after the release."""
 
     def __init__(self, lock: AbstractContextManager[object]) -> None:
         self._lock = lock
-        self._was_enabled = False
+        self._pause = collector_paused()
 
     def __enter__(self) -> object:
         self._lock.__enter__()
-        self._was_enabled = gc.isenabled()
-        gc.disable()
+        self._pause = collector_paused()
+        self._pause.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._was_enabled:
-            gc.enable()
+        self._pause.__exit__(None, None, None)
         self._lock.__exit__(None, None, None)
 
 
