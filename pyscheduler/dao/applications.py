@@ -74,7 +74,8 @@ def allocation_dao(alloc: AllocationView) -> dict[str, Any]:
     put(out, "nodeId", alloc.node_id)
     put(out, "applicationId", alloc.application_id)
     put(out, "placeholder", alloc.placeholder)
-    # placeholderUsed and preempted: no placeholder replacement or preemption here yet.
+    # placeholderUsed: no placeholder replacement here yet.
+    put(out, "preempted", alloc.preempted)
     put(out, "taskGroupName", alloc.task_group_name)
     put(out, "originator", alloc.originator)
     return out
@@ -108,7 +109,8 @@ def ask_dao(ask: AllocationView) -> dict[str, Any]:
     put(out, "taskGroupName", ask.task_group_name)
     log = _allocation_log(ask)
     put(out, "allocationLog", log)
-    # triggeredPreemption / triggeredScaleUp: no preemption or autoscaler signal here yet.
+    put(out, "triggeredPreemption", ask.triggered_preemption)
+    # triggeredScaleUp: no autoscaler signal here.
     put(out, "originator", ask.originator)
     # An ask the cycle tried and refused has a log entry: that is the attempt we know of.
     put(out, "schedulingAttempted", bool(log))

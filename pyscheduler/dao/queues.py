@@ -12,7 +12,6 @@ from pyscheduler.dao._common import (
     abs_used_capacity,
     find_partition,
     go_duration,
-    parse_go_duration,
     put,
     res_map,
     sorted_map,
@@ -20,6 +19,12 @@ from pyscheduler.dao._common import (
 )
 from pyscheduler.dao.errors import QUEUE_NOT_FOUND, NotFound
 from pyscheduler.objects.queue import PRIORITY_POLICY, SORT_PRIORITY, parse_priority_offset
+from pyscheduler.objects.queue_preemption import (
+    PreemptionPolicy,
+    preemption_delay_ns,
+    preemption_policy,
+    quota_preemption_delay_ns,
+)
 from pyscheduler.scheduler.context import external_name
 
 if TYPE_CHECKING:
@@ -31,34 +36,6 @@ if TYPE_CHECKING:
 __all__ = ["QueueView", "queue", "queue_dao", "queue_view", "queues"]
 
 # Queue properties YuniKorn reads (configs/configvalidator.go); the priority ones are the queue's.
-PREEMPTION_POLICY = "preemption.policy"
-PREEMPTION_DELAY = "preemption.delay"
-#: The delay before quota preemption enforces a lowered max (YuniKorn 1.7; default 0: never).
-QUOTA_PREEMPTION_DELAY = "quota.preemption.delay"
-#: YuniKorn's default preemption delay (configs.DefaultPreemptionDelay).
-DEFAULT_PREEMPTION_DELAY_NS = 30 * 1_000_000_000
-
-
-def _preemption_delay(properties: dict[str, str]) -> int:
-    text = properties.get(PREEMPTION_DELAY)
-    if not text:
-        return DEFAULT_PREEMPTION_DELAY_NS
-    try:
-        delay = parse_go_duration(text)
-    except ValueError:
-        return DEFAULT_PREEMPTION_DELAY_NS
-    return delay if delay > 0 else DEFAULT_PREEMPTION_DELAY_NS
-
-
-def _quota_preemption_delay(properties: dict[str, str]) -> int:
-    """``quota.preemption.delay`` in ns; 0 (YuniKorn's default) when unset, invalid or negative."""
-    text = properties.get(QUOTA_PREEMPTION_DELAY)
-    if not text:
-        return 0
-    try:
-        return max(0, parse_go_duration(text))
-    except ValueError:
-        return 0
 
 
 def _template(queue: Queue) -> QueueSettings | None:
@@ -98,6 +75,7 @@ class QueueView(NamedTuple):
     properties: dict[str, str]
     allocated: Resource
     pending: Resource
+    preempting: Resource
     headroom: Resource | None
     running_apps: int
     current_priority: int
@@ -125,6 +103,7 @@ def queue_view(partition: Partition, queue: Queue, *, subtree: bool) -> QueueVie
         dict(queue.properties),
         queue.allocated,
         queue.pending,
+        queue.preempting,
         queue.headroom(),
         queue.running_apps,
         queue.current_priority,
@@ -140,7 +119,7 @@ def queue_dao(queue: QueueView) -> dict[str, Any]:
     settings = queue.settings
     allocated = res_map(queue.allocated, prune=True)
     maximum = settings.max_resource
-    preemption_policy = properties.get(PREEMPTION_POLICY, "").lower()
+    policy = preemption_policy(properties)
 
     out: dict[str, Any] = {"queuename": queue.path}
     put(out, "status", queue.state)
@@ -149,7 +128,7 @@ def queue_dao(queue: QueueView) -> dict[str, Any]:
     put(out, "maxResource", res_map(maximum))
     put(out, "guaranteedResource", res_map(settings.guaranteed))
     put(out, "allocatedResource", allocated)
-    # preemptingResource: nothing is preempted here yet.
+    put(out, "preemptingResource", res_map(queue.preempting, prune=True))
     put(out, "headroom", res_map(queue.headroom))
     out["isLeaf"] = queue.is_leaf
     out["isManaged"] = queue.managed
@@ -167,10 +146,10 @@ def queue_dao(queue: QueueView) -> dict[str, Any]:
     # allocatingAcceptedApps: not tracked (apps are counted running from their first allocation).
     put(out, "sortingPolicy", queue.sort_policy if queue.is_leaf else "fair")
     out["prioritySorting"] = properties.get(SORT_PRIORITY, "").lower() != "disabled"
-    out["preemptionEnabled"] = preemption_policy != "disabled"
-    out["isPreemptionFence"] = preemption_policy == "fence"
-    put(out, "preemptionDelay", go_duration(_preemption_delay(properties)))
-    put(out, "quotaPreemptionDelay", go_duration(_quota_preemption_delay(properties)))
+    out["preemptionEnabled"] = policy is not PreemptionPolicy.DISABLED
+    out["isPreemptionFence"] = policy is PreemptionPolicy.FENCE
+    put(out, "preemptionDelay", go_duration(preemption_delay_ns(properties)))
+    put(out, "quotaPreemptionDelay", go_duration(quota_preemption_delay_ns(properties)))
     out["isPriorityFence"] = properties.get(PRIORITY_POLICY, "").lower() == "fence"
     put(out, "priorityOffset", parse_priority_offset(properties))
     return out

@@ -41,6 +41,9 @@ class AllocationView(NamedTuple):
     allocation_time_ns: int
     #: The allocation log: (message, count, last occurrence ns or 0), in last-occurrence order.
     log: tuple[tuple[str, int, int], ...]
+    #: A preemption victim; an ask that made victims.
+    preempted: bool = False
+    triggered_preemption: bool = False
 
 
 def allocation_view(alloc: Allocation) -> AllocationView:
@@ -62,6 +65,8 @@ def allocation_view(alloc: Allocation) -> AllocationView:
         alloc.allocated,
         alloc.allocation_time_ns,
         log,
+        alloc.preempted,
+        alloc.triggered_preemption,
     )
 
 

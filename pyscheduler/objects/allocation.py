@@ -47,6 +47,11 @@ class Allocation:
     user_quota_failed: bool = False
     queue_headroom_failed: bool = False
     predicates_event_at: float | None = None
+    #: Preemption: chosen as a victim (released by the RM later); this ask made victims (an
+    #: ask preempts at most once); when it last passed the preconditions (ns, 0: never).
+    preempted: bool = False
+    triggered_preemption: bool = False
+    preempt_check_time_ns: int = 0
 
     def place(self, node_id: str, now_ns: int, instance_type: str = "") -> None:
         self.node_id = node_id

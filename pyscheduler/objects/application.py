@@ -343,6 +343,8 @@ class Application:
         self.allocated = self.allocated - alloc.resource
         self._track_ended(alloc, detail)
         self.queue.dec_allocated(alloc.resource)
+        if alloc.preempted:  # a preemption victim is gone, whatever ended it
+            self.queue.dec_preempting(alloc.resource)
         on_usage(alloc)
         self._check_completion()
         self._events.allocation_removed(self.app_id, key, alloc.resource, detail)

@@ -123,6 +123,9 @@ class Partition:
         self.reservations = Reservations(events.node, self.node_ordering)
         self.preemption_enabled = True
         self.quota_preemption_enabled = False
+        #: Preemptions made and victims chosen (metrics).
+        self.preemptions = 0
+        self.preemption_victims = 0
         self.allocation_count = 0
         #: Foreign allocations: key -> (node id, resource) counted as occupied on the node.
         self.foreign: dict[str, tuple[str, Resource]] = {}

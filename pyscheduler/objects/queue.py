@@ -28,6 +28,12 @@ from typing import TYPE_CHECKING, Protocol
 from pyscheduler.common.resources import Resource, component_min_undef
 from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import QueueEvents
+from pyscheduler.objects.queue_preemption import (
+    PREEMPTION_POLICY,
+    PreemptionPolicy,
+    preemption_delay_ns,
+    preemption_policy,
+)
 
 if TYPE_CHECKING:
     from pyscheduler.objects.application import Application
@@ -51,7 +57,6 @@ SORT_POLICY = "application.sort.policy"
 SORT_PRIORITY = "application.sort.priority"
 PRIORITY_OFFSET = "priority.offset"
 PRIORITY_POLICY = "priority.policy"
-PREEMPTION_POLICY = "preemption.policy"
 #: YuniKorn's configs.MinPriority / MaxPriority (int32): the minimum also means "nothing pending".
 MIN_PRIORITY = -(1 << 31)
 MAX_PRIORITY = (1 << 31) - 1
@@ -133,6 +138,9 @@ class Queue:
         self.applications: dict[str, Application] = {}
         self.allocated = Resource()
         self.pending = Resource()
+        #: Allocations below chosen as preemption victims and not released yet (YuniKorn's
+        #: preemptingResource), on the whole path.
+        self.preempting = Resource()
         self.running_apps = 0
         #: The applications of this leaf with pending asks, and the priority each one is counted
         #: at in ``_app_priority_counts`` (its highest pending ask priority).
@@ -362,6 +370,26 @@ class Queue:
             check_held(self.graph_lock, f"queue {self.path}")
         for queue in self.ancestors():
             queue.allocated = queue.allocated - resource
+
+    def inc_preempting(self, resource: Resource) -> None:
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
+        for queue in self.ancestors():
+            queue.preempting = queue.preempting + resource
+
+    def dec_preempting(self, resource: Resource) -> None:
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
+        for queue in self.ancestors():
+            queue.preempting = queue.preempting - resource
+
+    @property
+    def preemption_policy(self) -> PreemptionPolicy:
+        return preemption_policy(self.properties)
+
+    @property
+    def preemption_delay_ns(self) -> int:
+        return preemption_delay_ns(self.properties)
 
     def inc_pending(self, resource: Resource) -> None:
         if CHECK_LOCKS:

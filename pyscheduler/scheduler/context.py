@@ -36,7 +36,13 @@ from pyscheduler.objects.node import NODE_PARTITION, Node
 from pyscheduler.objects.object_events import ObjectEvents
 from pyscheduler.objects.partition import Partition, PartitionError, Released
 from pyscheduler.si import messages as si
-from pyscheduler.si.callback import PredicatesFunc, ResourceManagerCallback, predicates_of
+from pyscheduler.si.callback import (
+    PredicatesFunc,
+    PreemptionPredicatesFunc,
+    ResourceManagerCallback,
+    predicates_of,
+    preemption_predicates_of,
+)
 from pyscheduler.scheduler.config_apply import apply_partition_config, root_settings
 from pyscheduler.scheduler.read_pacing import ReadPacer
 
@@ -77,6 +83,8 @@ class _RM:
     checksum: str = ""
     #: The RM's predicates hook, resolved once (None: every node passes).
     predicates: PredicatesFunc | None = None
+    #: Its preemption predicates hook (None: preemption takes its first candidate node).
+    preemption_predicates: PreemptionPredicatesFunc | None = None
     version: str = ""
     build_info: Mapping[str, str] = field(default_factory=dict)
     #: The extra configuration of the registration or of the last update_configuration.
@@ -199,6 +207,7 @@ class ClusterContext:
                     callback,
                     request.policy_group,
                     predicates=predicates_of(callback),
+                    preemption_predicates=preemption_predicates_of(callback),
                     version=request.version,
                     build_info=dict(request.build_info),
                     extra_config=dict(request.extra_config),
@@ -494,9 +503,17 @@ class ClusterContext:
         commit put ``ask`` in the partition's outbox, so it is sent in order with the rest."""
         self._flush(partition)
 
+    def send_outbox(self, partition: Partition) -> None:
+        """Sends what the partition collected (releases a preemption made, for one)."""
+        self._flush(partition)
+
     def predicates_for(self, partition: Partition) -> PredicatesFunc | None:
         rm = self._rms.get(partition.rm_id)
         return rm.predicates if rm is not None else None
+
+    def preemption_predicates_for(self, partition: Partition) -> PreemptionPredicatesFunc | None:
+        rm = self._rms.get(partition.rm_id)
+        return rm.preemption_predicates if rm is not None else None
 
     @staticmethod
     def _si_allocation(partition: Partition, alloc: Allocation) -> si.Allocation:

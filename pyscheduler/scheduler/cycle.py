@@ -34,11 +34,12 @@ from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import Application
 from pyscheduler.objects.application_state import AppState
 from pyscheduler.objects.node import Node
-from pyscheduler.objects.partition import Partition
+from pyscheduler.objects.partition import PREEMPTED_BY_SCHEDULER, Partition, Released
 from pyscheduler.objects.queue import ObjectState, Queue
 from pyscheduler.policies.node_ordering import Cursor
 from pyscheduler.policies.role_history import Placement, history_key_of, role_of
 from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
+from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor, PreemptionPlan, check_preconditions
 from pyscheduler.si.callback import check_predicates
 from pyscheduler.si.messages import PredicatesArgs
 
@@ -58,6 +59,10 @@ QUEUE_QUOTA = "Not enough queue quota"
 HISTORY_WAIT_PREFIX = "Waiting for its history node "
 HISTORY_TIMEOUT = "Left its history node after the placement timeout"
 USER_QUOTA = "Not enough user quota"
+#: Preemption attempts per leaf visit (YuniKorn's maxPreemptionsPerQueue).
+MAX_PREEMPTIONS_PER_LEAF = 10
+#: The message of the victims' release (YuniKorn's, the ask's key appended).
+PREEMPTION_RELEASE = "preempting allocations to free up resources to run ask: "
 
 
 @dataclass(frozen=True)
@@ -76,6 +81,10 @@ class SchedulingCycle:
         self.context = context
         self.reservation_delay = reservation_delay
         self._queue_sorter = FairQueueSorter()
+        #: Preemption attempts left in the current leaf visit (YuniKorn's maxPreemptionsPerQueue),
+        #: and whether this partition's walk preempted (it then ends, as a reservation would).
+        self._preemptions_left = MAX_PREEMPTIONS_PER_LEAF
+        self._preempted = False
 
     def run(self) -> list[Decision]:
         """One cycle over every partition; returns the allocations it made."""
@@ -84,19 +93,23 @@ class SchedulingCycle:
             partition = self.context.partitions.get(name)
             if partition is None or partition.state is ObjectState.STOPPED or not partition.nodes:
                 continue
+            self._preempted = False
             with partition.lock:
                 decision = self._schedule(partition)
             if decision is not None:
                 decisions.append(decision)
                 self.context.notify_allocated(partition, decision.ask)
+            elif self._preempted:
+                self.context.send_outbox(partition)  # the victims' release, to the RM
         return decisions
 
     # -- per partition -----------------------------------------------------------------------------
 
     def _schedule(self, partition: Partition) -> Decision | None:
         if len(partition.reservations):
+            self._preemptions_left = MAX_PREEMPTIONS_PER_LEAF
             decision = self._try_reserved(partition)
-            if decision is not None:
+            if decision is not None or self._preempted:
                 return decision
         if not partition.root.pending.strictly_greater_than_zero():
             return None
@@ -113,16 +126,17 @@ class SchedulingCycle:
         priorities = {c.path: c.current_priority for c in children}
         for child in self._queue_sorter.sort(children, priorities, queue.priority_sorting):
             decision = self._walk(partition, child)
-            if decision is not None:
+            if decision is not None or self._preempted:
                 return decision
         return None
 
     def _try_leaf(self, partition: Partition, queue: Queue) -> Decision | None:
+        self._preemptions_left = MAX_PREEMPTIONS_PER_LEAF
         for app in self._sorted_apps(queue):
             if not self._runnable(partition, queue, app):
                 continue
             decision = self._try_app(partition, queue, app)
-            if decision is not None:
+            if decision is not None or self._preempted:
                 return decision
         return None
 
@@ -178,6 +192,8 @@ class SchedulingCycle:
                 ask.user_quota_failed = False
                 events.request_fits_in_user_quota(ask.allocation_key, app.app_id, resource)
             if not resource.fits_in_max_undef(queue_room):
+                if self._try_preemption(partition, queue, app, ask, nodes_tried=False):
+                    return None
                 ask.log_failure(QUEUE_QUOTA, now)
                 if not ask.queue_headroom_failed:
                     ask.queue_headroom_failed = True
@@ -196,10 +212,66 @@ class SchedulingCycle:
                         return decision
                     continue  # it waits for its history node
                 avoid = placement.avoid if placement is not None else frozenset()
-                decision = self._try_nodes(partition, app, ask, now, avoid)
-            if decision is not None:
+                decision = self._try_nodes(partition, queue, app, ask, now, avoid)
+            if decision is not None or self._preempted:
                 return decision
         return None
+
+    # -- preemption ----------------------------------------------------------------------------------
+
+    def _try_preemption(self, partition: Partition, queue: Queue, app: Application, ask: Allocation, *,
+                        nodes_tried: bool) -> bool:
+        """Guaranteed-share preemption for an ask that does not fit its queue's headroom or any
+        node (pyscheduler.scheduler.preemption.guaranteed): when the partition allows it, the
+        leaf visit has attempts left and the ask passes the preconditions. A plan marks its
+        victims, releases them through the RM and reserves its node for the ask."""
+        if not partition.preemption_enabled or self._preemptions_left <= 0:
+            return False
+        self._preemptions_left -= 1
+        now = self.context.clock.now_ns()
+        if not check_preconditions(ask, queue.preemption_delay_ns, now):
+            return False
+        reservations = partition.reservations
+
+        def reserved_by_others(node: Node) -> bool:
+            return any(r.allocation_key != ask.allocation_key for r in reservations.on_node(node.node_id))
+
+        preemptor = GuaranteedPreemptor(
+            queue, ask, [partition.nodes[n] for n in sorted(partition.nodes)], nodes_tried=nodes_tried,
+            predicates=self.context.predicates_for(partition),
+            preemption_predicates=self.context.preemption_predicates_for(partition),
+            reserved_by_others=reserved_by_others,
+        )
+        outcome = preemptor.try_preemption()
+        if isinstance(outcome, str):
+            if outcome:
+                ask.log_failure(outcome, now)
+            return False
+        self._apply_preemption(partition, queue, app, ask, outcome)
+        return True
+
+    def _apply_preemption(self, partition: Partition, queue: Queue, app: Application, ask: Allocation,
+                          plan: PreemptionPlan) -> None:
+        events = partition.events.app
+        message = f"Preempted by {ask.allocation_key} from application {app.app_id} in {queue.path}"
+        for victim in plan.victims:
+            victim_app = partition.applications.get(victim.application_id)
+            if victim_app is not None and victim_app.queue is not None:
+                victim_app.queue.inc_preempting(victim.resource)
+            victim.preempted = True
+            events.request_diagnostic(victim.allocation_key, victim.application_id, message, victim.resource)
+        ask.triggered_preemption = True
+        partition.outbox.released.extend(
+            Released(v.application_id, v.allocation_key, PREEMPTED_BY_SCHEDULER, PREEMPTION_RELEASE + ask.allocation_key)
+            for v in plan.victims
+        )
+        node = partition.nodes[plan.node_id]
+        if ask.allocation_key in partition.reservations.by_key:
+            partition.unreserve(ask.allocation_key)
+        partition.reservations.reserve(ask, node, required=False, now=self.context.clock.monotonic())
+        partition.preemptions += 1
+        partition.preemption_victims += len(plan.victims)
+        self._preempted = True
 
     # -- role history --------------------------------------------------------------------------------
 
@@ -237,7 +309,7 @@ class SchedulingCycle:
 
     # -- nodes ---------------------------------------------------------------------------------------
 
-    def _try_nodes(self, partition: Partition, app: Application, ask: Allocation, now_ns: int,
+    def _try_nodes(self, partition: Partition, queue: Queue, app: Application, ask: Allocation, now_ns: int,
                    avoid: frozenset[str] = frozenset()) -> Decision | None:
         failures: dict[str, int] = {}
         node = self._first_node(partition, ask, skip_reserved=True, failures=failures, avoid=avoid)
@@ -245,6 +317,8 @@ class SchedulingCycle:
             return self._commit(partition, app, ask, node)
         if failures:
             self._predicates_failed(partition, app, ask, failures)
+        if self._try_preemption(partition, queue, app, ask, nodes_tried=True):
+            return None
         if (now_ns - ask.create_time_ns) / 1e9 >= self.reservation_delay:
             self._reserve_closest(partition, ask)
         return None
@@ -379,6 +453,10 @@ class SchedulingCycle:
                 other = self._first_node(partition, ask, skip_reserved=True, exclude=node.node_id)
                 if other is not None:
                     return self._commit(partition, app, ask, other, from_reservation=True)
+                # Reserved while nothing fitted (the reservation delay is shorter than the
+                # preemption delay): it may still preempt, which moves its reservation.
+                if not ask.triggered_preemption and self._try_preemption(partition, queue, app, ask, nodes_tried=True):
+                    return None
         return None
 
     @staticmethod

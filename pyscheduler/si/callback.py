@@ -58,6 +58,8 @@ __all__ = [
     "ResourceManagerCallback",
     "check_predicates",
     "predicates_of",
+    "preemption_predicates_of",
+    "PreemptionPredicatesFunc",
 ]
 
 # The resolved ``predicates`` hook: args -> None (the node passes) or the refusal reason.
@@ -120,6 +122,16 @@ def predicates_of(rm: object) -> PredicatesFunc | None:
     Resolve this once at registration rather than testing the RM on every node tried.
     """
     return rm.predicates if isinstance(rm, PredicatesPlugin) else None
+
+
+#: The resolved ``preemption_predicates`` hook.
+PreemptionPredicatesFunc = Callable[[PreemptionPredicatesArgs], PreemptionPredicatesResponse]
+
+
+def preemption_predicates_of(rm: object) -> PreemptionPredicatesFunc | None:
+    """The RM's bound ``preemption_predicates`` method, or ``None`` when it has none (then
+    preemption takes its first candidate node, as YuniKorn does without an RM plugin)."""
+    return rm.preemption_predicates if isinstance(rm, PreemptionPredicatesPlugin) else None
 
 
 def check_predicates(predicates: PredicatesFunc | None, args: PredicatesArgs) -> str | None:

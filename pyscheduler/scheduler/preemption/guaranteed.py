@@ -1,0 +1,347 @@
+"""Guaranteed-share preemption: an ask whose queue is below its guarantee frees room by
+preempting allocations of queues above theirs (YuniKorn's ``objects/preemption.go``, the
+guaranteed branch; ``shared/spec/yunikorn/preemption.md`` §1.2).
+
+One attempt (:meth:`GuaranteedPreemptor.try_preemption`), all under the partition's lock:
+
+1. **Queue check**: on copies of the queue snapshots (:mod:`.victims`), the ask is added to its
+   queue and victims are removed one by one; unless the ask's queue then gets within its
+   guarantee, nothing is done ("Preemption does not help").
+2. **Per node** (schedulable, the ask fits its capacity, no other ask's reservation): the
+   node's victims sorted (opted in first, then non-originators, newest first) are filtered in
+   two passes: a victim is kept only while its queue stays above its guarantee and the ask's
+   queue does not go above its own; victims that do not reduce the node's shortfall go last.
+   The node's candidate list starts at the first index where the ask fits. A node where the ask
+   already fits gets an empty list (checked only when the nodes were not tried).
+3. **RM check**: candidates sorted by (start index, node id) go to the RM's
+   ``preemption_predicates`` (or ``predicates`` for an empty list) in batches of 10; the best
+   is the lowest score (2^33 for an originator among the victims, 2^34 for one that did not opt
+   in, plus index + 1), and a batch whose best scores under 2^32 ends the search. An RM without
+   ``preemption_predicates`` gets the first candidate, as YuniKorn does without an RM plugin.
+4. **Finish**: more victims from anywhere below the fence while the ask's queue stays above its
+   guarantee; if the chosen node cannot take the ask without them, only that node's victims
+   count; they are trimmed once they cover the ask; a shortfall fails ("Preemption shortfall").
+   Then each victim is marked preempted and its queue's preempting resource grows, the ask is
+   marked as having triggered preemption (it never preempts again), and the caller releases
+   the victims through the RM in one message and reserves the node for the ask.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from pyscheduler.common.resources import Resource
+from pyscheduler.scheduler.preemption.snapshot import QueueSnapshot, not_negative, strictly_negative
+from pyscheduler.scheduler.preemption.victims import find_victims
+from pyscheduler.si.callback import PredicatesFunc, PreemptionPredicatesFunc, check_predicates
+from pyscheduler.si.messages import PredicatesArgs, PreemptionPredicatesArgs
+
+if TYPE_CHECKING:
+    from pyscheduler.objects.allocation import Allocation
+    from pyscheduler.objects.node import Node
+    from pyscheduler.objects.queue import Queue
+
+__all__ = [
+    "ATTEMPT_INTERVAL_NS",
+    "GuaranteedPreemptor",
+    "PREEMPTION_DOES_NOT_HELP",
+    "PREEMPTION_SHORTFALL",
+    "PreemptionPlan",
+    "check_preconditions",
+    "sort_victims",
+]
+
+#: YuniKorn's preemptAttemptFrequency: an ask passes the preconditions at most this often.
+ATTEMPT_INTERVAL_NS: Final = 15 * 1_000_000_000
+#: RM checks made per batch (YuniKorn's preemptCheckConcurrency).
+CHECK_BATCH: Final = 10
+SCORE_FIT_MAX: Final = 1 << 32
+SCORE_ORIGINATOR: Final = 1 << 33
+SCORE_NO_PREEMPT: Final = 1 << 34
+SCORE_UNFIT: Final = 1 << 35
+#: Allocation log entries (YuniKorn's pkg/common/errors.go).
+PREEMPTION_DOES_NOT_HELP: Final = "Preemption does not help"
+PREEMPTION_SHORTFALL: Final = "Preemption shortfall"
+
+
+def check_preconditions(ask: Allocation, delay_ns: int, now_ns: int) -> bool:
+    """YuniKorn's CheckPreconditions, in its order: the ask may preempt others, has not
+    triggered preemption before, has no required node, is older than the queue's
+    ``preemption.delay``, and was not checked in the last 15 s. Passing stamps the check time
+    (failing does not)."""
+    if not ask.allow_preempt_other or ask.triggered_preemption or ask.required_node:
+        return False
+    if now_ns < ask.create_time_ns + delay_ns:
+        return False
+    if ask.preempt_check_time_ns and now_ns < ask.preempt_check_time_ns + ATTEMPT_INTERVAL_NS:
+        return False
+    ask.preempt_check_time_ns = now_ns
+    return True
+
+
+def sort_victims(victims: list[Allocation]) -> list[Allocation]:
+    """A node's victims in the order they are tried: opted in to preemption first, then not
+    originators, then newest first (priority is not a key here)."""
+    return sorted(victims, key=lambda a: (not a.allow_preempt_self, a.originator, -a.create_time_ns))
+
+
+def _score(victim: Allocation) -> int:
+    return (SCORE_ORIGINATOR if victim.originator else 0) | (0 if victim.allow_preempt_self else SCORE_NO_PREEMPT)
+
+
+@dataclass(frozen=True)
+class PreemptionPlan:
+    """What an attempt decided: the node to reserve for the ask and the victims to release."""
+
+    node_id: str
+    victims: tuple[Allocation, ...]
+
+
+@dataclass
+class _Check:
+    node_id: str
+    keys: tuple[str, ...]
+    start_index: int
+
+
+class GuaranteedPreemptor:
+    def __init__(self, leaf: Queue, ask: Allocation, nodes: list[Node], *, nodes_tried: bool,
+                 predicates: PredicatesFunc | None, preemption_predicates: PreemptionPredicatesFunc | None,
+                 reserved_by_others: Callable[[Node], bool]) -> None:
+        self.leaf = leaf
+        self.ask = ask
+        self.nodes = nodes
+        self.nodes_tried = nodes_tried
+        self.predicates = predicates
+        self.preemption_predicates = preemption_predicates
+        self.reserved_by_others = reserved_by_others
+        self.snapshots = find_victims(leaf, ask)
+        #: Victim key -> its queue's snapshot path.
+        self.queue_of: dict[str, str] = {a.allocation_key: s.path for s in self.snapshots.values() for a in s.victims}
+
+    # -- the attempt -------------------------------------------------------------------------
+
+    def try_preemption(self) -> PreemptionPlan | str:
+        """The plan, or why there is none (an allocation log reason, or "" when no node works)."""
+        if not self._queue_check():
+            return PREEMPTION_DOES_NOT_HELP
+        by_node, available = self._working_state()
+        chosen = self._try_nodes(by_node, available)
+        if chosen is None:
+            return ""
+        node_id, victims = chosen
+        extra = self._additional_victims(victims)
+        if extra is None:
+            return ""
+        victims = victims + extra
+        if not victims:
+            return ""
+        ask = self.ask.resource
+        fits_already = ask.fits_in(available[node_id])
+        final: list[Allocation] = []
+        total = Resource()
+        for victim in victims:
+            # Victims elsewhere only help when the chosen node takes the ask already.
+            if not fits_already and victim.node_id != node_id:
+                continue
+            if not ask.fits_in(total):
+                final.append(victim)
+            total = total + victim.resource
+        if not ask.fits_in(total):
+            return PREEMPTION_SHORTFALL
+        return PreemptionPlan(node_id, tuple(final))
+
+    def _copies(self) -> dict[str, QueueSnapshot]:
+        copies: dict[str, QueueSnapshot] = {}
+        for snapshot in self.snapshots.values():
+            snapshot.duplicate(copies)
+        return copies
+
+    def _queue_check(self) -> bool:
+        copies = self._copies()
+        ask_queue = copies.get(self.leaf.path)
+        if ask_queue is None:
+            return False
+        ask_queue.add_allocation(self.ask.resource)
+        for snapshot in list(copies.values()):
+            for victim in snapshot.victims:
+                snapshot.remove_allocation(victim.resource)
+                remaining = ask_queue.remaining_guaranteed()
+                if remaining is not None and not_negative(remaining):
+                    return True
+        return False
+
+    def _working_state(self) -> tuple[dict[str, list[Allocation]], dict[str, Resource]]:
+        by_node: dict[str, list[Allocation]] = {}
+        for snapshot in self.snapshots.values():
+            for victim in snapshot.victims:
+                by_node.setdefault(victim.node_id, []).append(victim)
+        available: dict[str, Resource] = {}
+        for node in self.nodes:
+            if not node.schedulable or self.reserved_by_others(node) or not node.fits_capacity(self.ask.resource):
+                by_node.pop(node.node_id, None)
+            else:
+                available[node.node_id] = node.available
+        return {node_id: sort_victims(victims) for node_id, victims in by_node.items()}, available
+
+    def _victims_on_node(self, available: Resource, candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
+        """YuniKorn's calculateVictimsByNode: (start index, victims) or None for no use."""
+        ask = self.ask.resource
+        if ask.fits_in(available):
+            return -1, []
+        copies = self._copies()
+        ask_queue = copies[self.leaf.path]
+        current = available
+        head: list[Allocation] = []
+        tail: list[Allocation] = []
+        for victim in candidates:
+            queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
+            if queue is not None and _remove_if_over(queue, victim, strictly=True):
+                ask_queue.add_allocation(victim.resource)
+                after = ask_queue.remaining_guaranteed()
+                if after is not None and after.has_negative():
+                    ask_queue.remove_allocation(victim.resource)
+                    queue.add_allocation(victim.resource)
+                    break
+                shortfall = ask.sub_eliminate_negative(current)
+                new_shortfall = ask.sub_eliminate_negative(current + victim.resource)
+                if shortfall == new_shortfall:
+                    ask_queue.remove_allocation(victim.resource)
+                    queue.add_allocation(victim.resource)
+                    tail.append(victim)
+                else:
+                    current = current + victim.resource
+                    head.append(victim)
+        ordered = head + tail
+        if not ordered:
+            return None
+        copies = self._copies()
+        current = available
+        results: list[Allocation] = []
+        index = -1
+        for victim in ordered:
+            queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
+            if queue is not None and _remove_if_over(queue, victim, strictly=True):
+                current = current + victim.resource
+                if index < 0 and ask.fits_in(current):
+                    index = len(results)
+                results.append(victim)
+        if index < 0:
+            return None
+        return index, results
+
+    def _try_nodes(self, by_node: dict[str, list[Allocation]],
+                   available: dict[str, Resource]) -> tuple[str, list[Allocation]] | None:
+        checks: list[_Check] = []
+        victims_by_node: dict[str, list[Allocation]] = {}
+        for node_id in sorted(available):
+            found = self._victims_on_node(available[node_id], by_node.get(node_id, []))
+            if found is None:
+                continue
+            index, victims = found
+            victims_by_node[node_id] = victims
+            if victims or not self.nodes_tried:
+                checks.append(_Check(node_id, tuple(v.allocation_key for v in victims), index))
+        if not checks:
+            return None
+        checks.sort(key=lambda c: (c.start_index, c.node_id))
+        if self.preemption_predicates is None:
+            best: tuple[int, str, int] | None = (0, checks[0].node_id, checks[0].start_index)
+        else:
+            best = None
+            for start in range(0, len(checks), CHECK_BATCH):
+                for check in checks[start:start + CHECK_BATCH]:
+                    accepted = self._rm_check(check)
+                    if accepted is None:
+                        continue
+                    score = self._solution_score(victims_by_node[check.node_id], accepted)
+                    if best is None or score < best[0]:
+                        best = (score, check.node_id, accepted)
+                if best is not None and best[0] < SCORE_FIT_MAX:
+                    break
+        if best is None:
+            return None
+        _, node_id, last = best
+        victims = victims_by_node[node_id]
+        if last >= len(victims):
+            return None
+        return node_id, victims[:last + 1]
+
+    def _rm_check(self, check: _Check) -> int | None:
+        """The index the RM says is enough (-1: no victim needed), or None when it refuses."""
+        if not check.keys:
+            reason = check_predicates(self.predicates, PredicatesArgs(self.ask.allocation_key, check.node_id, True))
+            return None if reason else -1
+        assert self.preemption_predicates is not None
+        try:
+            response = self.preemption_predicates(PreemptionPredicatesArgs(
+                self.ask.allocation_key, check.node_id, check.keys, check.start_index))
+        except Exception:  # a broken RM refuses the node, as check_predicates does
+            return None
+        return response.index if response.success else None
+
+    @staticmethod
+    def _solution_score(victims: list[Allocation], index: int) -> int:
+        if index < 0:
+            return 0
+        if index >= len(victims):
+            return SCORE_UNFIT
+        score = 0
+        for victim in victims[:index + 1]:
+            score |= _score(victim)
+        return score + index + 1
+
+    def _additional_victims(self, chosen: list[Allocation]) -> list[Allocation] | None:
+        """YuniKorn's calculateAdditionalVictims: victims from anywhere below the fence while
+        the ask's queue (with the ask) is not within its guarantee; None if it never gets there."""
+        copies = self._copies()
+        ask_queue = copies[self.leaf.path]
+        seen = set()
+        for victim in chosen:
+            queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
+            if queue is not None:
+                queue.remove_allocation(victim.resource)
+                seen.add(victim.allocation_key)
+        candidates = [v for s in self.snapshots.values() for v in s.victims if v.allocation_key not in seen]
+        candidates.sort(key=lambda a: (_score(a), -a.create_time_ns))
+        extra: list[Allocation] = []
+        for victim in candidates:
+            queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
+            if queue is not None and _remove_if_over(queue, victim, strictly=False):
+                ask_before = ask_queue.remaining_guaranteed()
+                ask_queue.add_allocation(victim.resource)
+                ask_after = ask_queue.remaining_guaranteed()
+                if ask_after is not None and ask_after.has_negative():
+                    ask_queue.remove_allocation(victim.resource)
+                    queue.add_allocation(victim.resource)
+                    break
+                if not _equals_or_empty(ask_before, ask_after):
+                    extra.append(victim)
+                else:
+                    ask_queue.remove_allocation(victim.resource)
+                    queue.add_allocation(victim.resource)
+        final = ask_queue.remaining_guaranteed()
+        if final is not None and not_negative(final):
+            return extra
+        return None
+
+
+def _remove_if_over(queue: QueueSnapshot, victim: Allocation, *, strictly: bool) -> bool:
+    """Removes the victim from its queue's copy when the queue was over its guarantee before
+    (remaining below zero: in no type above and in one below, or with ``strictly`` False in any
+    type below; or no guarantee on its path) and is not below it after; otherwise leaves it."""
+    before = queue.remaining_guaranteed()
+    queue.remove_allocation(victim.resource)
+    over = before is None or (strictly_negative(before) if strictly else before.has_negative())
+    if over and not_negative(queue.preemptable()):
+        return True
+    queue.add_allocation(victim.resource)
+    return False
+
+
+def _equals_or_empty(left: Resource | None, right: Resource | None) -> bool:
+    if (left is None or left.is_empty()) and (right is None or right.is_empty()):
+        return True
+    return left is not None and right is not None and left == right

@@ -1,0 +1,233 @@
+"""Guaranteed-share preemption through the RM interface (issue 13; YuniKorn's
+partition_test::TestPreemption and the preconditions, shared/spec/yunikorn/preemption.md §1.2).
+
+The scenario: parent max 10 vcore; leaf1 and leaf2 guaranteed 5 vcore each, preemption.delay
+1ms; two nodes of 10 vcore. app1 in leaf1 holds alloc-1 (priority 2) and alloc-2 (priority 1),
+5 vcore each, so the parent is full; app2 in leaf2 asks 5 vcore at priority 1. After the delay
+the cycle preempts alloc-2 (alloc-1's priority is above the ask's), leaf1 is preempting 5, the
+ask is reserved; the RM confirms the release, and the ask is allocated on the reserved node.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from rm_helpers import C, D, T, World, res
+
+from pyscheduler.scheduler.cycle import PREEMPTION_RELEASE, SchedulingCycle
+from pyscheduler.scheduler.preemption.guaranteed import PREEMPTION_DOES_NOT_HELP
+from pyscheduler.si import messages as si
+
+CONFIG = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: parent
+            resources:
+              max: {vcore: 10}
+            queues:
+              - name: leaf1
+                properties: {preemption.delay: 1ms}
+                resources:
+                  guaranteed: {vcore: 5}
+              - name: leaf2
+                properties: {preemption.delay: 1ms}
+                resources:
+                  guaranteed: {vcore: 5}
+"""
+
+
+@pytest.fixture
+def w() -> Iterator[World]:
+    world = World(CONFIG)
+    world.add_node("node-1", memory=100, vcore=10000)
+    world.add_node("node-2", memory=100, vcore=10000)
+    world.add_app("app-1", "root.parent.leaf1")
+    world.add_app("app-2", "root.parent.leaf2")
+    world.ask("alloc-1", "app-1", res(vcore=5000), priority=2)
+    world.ask("alloc-2", "app-1", res(vcore=5000), priority=1)
+    cycle = SchedulingCycle(world.context)
+    assert len(cycle.run()) == 1 and len(cycle.run()) == 1
+    yield world
+    world.close()
+
+
+def preemptor_ask(w: World, **kwargs: object) -> None:
+    w.ask("alloc-3", "app-2", res(vcore=5000), priority=1,
+          preemption_policy=si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True), **kwargs)
+
+
+def test_the_lower_priority_allocation_is_preempted_and_the_ask_placed_after_the_release(w: World) -> None:
+    preemptor_ask(w)
+    w.advance(1.0)
+    cycle = SchedulingCycle(w.context)
+    assert cycle.run() == [], "no allocation: the parent is full"
+    released = w.rm.released
+    assert [(r.allocation_key, r.termination_type) for r in released] == [
+        ("alloc-2", si.TerminationType.PREEMPTED_BY_SCHEDULER)]
+    assert released[0].message == PREEMPTION_RELEASE + "alloc-3"
+    partition = w.partition()
+    assert partition.applications["app-1"].allocations["alloc-2"].preempted
+    assert not partition.applications["app-1"].allocations["alloc-1"].preempted
+    assert w.queue("root.parent.leaf1").preempting == res(vcore=5000)
+    ask = partition.applications["app-2"].asks["alloc-3"]
+    assert ask.triggered_preemption
+    # The queue, not a node, was full: both nodes take the ask without victims, so the first by
+    # (start index, node id) is reserved and the victim counts at queue level, as in YuniKorn.
+    node_id = partition.reservations.by_key["alloc-3"].node_id
+    assert node_id == "node-1"
+    # Nothing more while the RM has not confirmed: the ask preempts at most once.
+    w.advance(20.0)
+    assert cycle.run() == [] and len(w.rm.released) == 1
+    # The RM kills the victim and confirms with the same termination type: no echo.
+    w.release("app-1", "alloc-2", termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
+    assert len(w.rm.released) == 1
+    assert w.queue("root.parent.leaf1").preempting == res()
+    decisions = cycle.run()
+    assert [(d.ask.allocation_key, d.node.node_id, d.from_reservation) for d in decisions] == [("alloc-3", node_id, True)]
+    assert len(partition.reservations) == 0
+    history = partition.applications["app-1"].preempted_history.as_map()
+    assert list(history) == ["UNKNOWN"] and set(history["UNKNOWN"]) == {"vcore"}
+
+
+def test_the_victim_gets_yunikorn_s_request_event(w: World) -> None:
+    # Request events reach the RM (not REST) when enabled, as every ask event does.
+    w.reload(CONFIG, extra_config={"service.event.requestEventsEnabled": "true"})
+    preemptor_ask(w)
+    w.advance(1.0)
+    SchedulingCycle(w.context).run()
+    before = len(w.rm.events)
+    w.context.event_system.publish_request_events()
+    sent = [(e.type, e.change_type, e.change_detail, e.object_id, e.reference_id, e.message)
+            for e in w.rm.events[before:]]
+    assert (T.REQUEST, C.NONE, D.DETAILS_NONE, "alloc-2", "app-1",
+            "Preempted by alloc-3 from application app-2 in root.parent.leaf2") in sent
+
+
+@pytest.mark.parametrize("case", ["no allow_preempt_other", "delay not passed", "partition disabled"])
+def test_preconditions_stop_preemption(w: World, case: str) -> None:
+    if case == "no allow_preempt_other":
+        w.ask("alloc-3", "app-2", res(vcore=5000), priority=1)
+        w.advance(1.0)
+    elif case == "delay not passed":
+        preemptor_ask(w)  # created now: the 1 ms delay has not passed on the manual clock
+    else:
+        w.partition().preemption_enabled = False
+        preemptor_ask(w)
+        w.advance(1.0)
+    SchedulingCycle(w.context).run()
+    assert w.rm.released == []
+    assert not w.partition().applications["app-1"].allocations["alloc-2"].preempted
+
+
+def test_a_failed_check_is_tried_again_only_after_15_seconds(w: World) -> None:
+    # Both of app-1's allocations get a priority above the ask: nothing is eligible.
+    preemptor_ask(w)
+    w.partition().applications["app-1"].allocations["alloc-2"].priority = 5
+    w.advance(1.0)
+    cycle = SchedulingCycle(w.context)
+    cycle.run()
+    ask = w.partition().applications["app-2"].asks["alloc-3"]
+    checked = ask.preempt_check_time_ns
+    assert checked and w.rm.released == []
+    assert PREEMPTION_DOES_NOT_HELP in ask.alloc_log
+    w.advance(10.0)
+    cycle.run()
+    assert ask.preempt_check_time_ns == checked, "within 15 s the preconditions fail"
+    w.partition().applications["app-1"].allocations["alloc-2"].priority = 1
+    w.advance(6.0)
+    cycle.run()
+    assert [r.allocation_key for r in w.rm.released] == ["alloc-2"]
+
+
+def test_no_guarantee_means_no_preemption(w: World) -> None:
+    # YUNIKORN-1951: an ask in a queue without a guarantee anywhere on its path never preempts.
+    w.reload(CONFIG.replace("""                resources:
+                  guaranteed: {vcore: 5}
+              - name: leaf2
+                properties: {preemption.delay: 1ms}
+                resources:
+                  guaranteed: {vcore: 5}""", """                resources:
+                  guaranteed: {vcore: 5}
+              - name: leaf2
+                properties: {preemption.delay: 1ms}"""))
+    preemptor_ask(w)
+    w.advance(1.0)
+    SchedulingCycle(w.context).run()
+    assert w.rm.released == []
+
+
+NODES_FULL = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: busy
+            properties: {preemption.delay: 5s}
+          - name: starved
+            properties: {preemption.delay: 5s}
+            resources:
+              guaranteed: {vcore: 6}
+"""
+
+
+def _starved_world(node_vcores: tuple[int, ...], busy: tuple[tuple[str, int], ...]) -> tuple[World, SchedulingCycle]:
+    w = World(NODES_FULL)
+    for i, vcore in enumerate(node_vcores):
+        w.add_node(f"node-{i + 1}", memory=100, vcore=vcore)
+    w.add_app("app-busy", "root.busy")
+    w.add_app("app-starved", "root.starved")
+    cycle = SchedulingCycle(w.context)
+    for key, vcore in busy:  # one second apart: the later ones are newer
+        w.ask(key, "app-busy", res(vcore=vcore))
+        assert len(cycle.run()) == 1
+        w.advance(1.0)
+    w.ask("starved-0", "app-starved", res(vcore=5000),
+          preemption_policy=si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True))
+    return w, cycle
+
+
+def test_a_full_cluster_preempts_the_newest_victim_once_the_delay_passed() -> None:
+    # The root's max is the cluster: the ask fails the headroom at root until preemption.
+    w, cycle = _starved_world((10000,), (("busy-0", 5000), ("busy-1", 5000)))
+    try:
+        w.advance(3.0)
+        cycle.run()
+        assert w.rm.released == []
+        w.advance(3.0)
+        cycle.run()
+        assert [r.allocation_key for r in w.rm.released] == ["busy-1"], "the newest victim first"
+        w.release("app-busy", "busy-1", termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
+        assert [d.ask.allocation_key for d in cycle.run()] == ["starved-0"]
+        assert w.queue("root.busy").preempting == res()
+    finally:
+        w.close()
+
+
+def test_an_ask_that_reserved_a_node_still_preempts_once_its_delay_passed() -> None:
+    # Fragmented: 4,000 free on each node, the ask needs 5,000. It reserves the closest node
+    # after the 2 s reservation delay, then preempts from its reserved state after 5 s. (A
+    # victim counts in full against the ask's queue: with a guarantee of 5 rather than 6 the
+    # 6,000 victim would take it over its guarantee, and YuniKorn preempts nothing.)
+    w, cycle = _starved_world((10000, 10000), (("busy-0", 6000), ("busy-1", 6000)))
+    try:
+        w.advance(2.5)
+        cycle.run()
+        assert "starved-0" in w.partition().reservations.by_key and w.rm.released == []
+        w.advance(3.0)
+        cycle.run()
+        # One victim per node, both with start index 0: the first node by id wins (YuniKorn's
+        # order of the checks), and the reservation moves there.
+        assert [r.allocation_key for r in w.rm.released] == ["busy-0"]
+        victim_node = w.partition().applications["app-busy"].allocations["busy-0"].node_id
+        assert w.partition().reservations.by_key["starved-0"].node_id == victim_node == "node-1"
+        w.release("app-busy", "busy-0", termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
+        assert [(d.ask.allocation_key, d.node.node_id) for d in cycle.run()] == [("starved-0", victim_node)]
+    finally:
+        w.close()
