@@ -16,7 +16,7 @@ import pytest
 from rm_helpers import C, D, T, World, res
 
 from pyscheduler.scheduler.cycle import PREEMPTION_RELEASE, SchedulingCycle
-from pyscheduler.scheduler.preemption.guaranteed import PREEMPTION_DOES_NOT_HELP
+from pyscheduler.scheduler.preemption.guaranteed import PREEMPTION_DOES_NOT_HELP, PREEMPTION_GUARANTEES_CHECK_FAILED
 from pyscheduler.si import messages as si
 
 CONFIG = """
@@ -134,7 +134,7 @@ def test_a_failed_check_is_tried_again_only_after_15_seconds(w: World) -> None:
     ask = w.partition().applications["app-2"].asks["alloc-3"]
     checked = ask.preempt_check_time_ns
     assert checked and w.rm.released == []
-    assert PREEMPTION_DOES_NOT_HELP in ask.alloc_log
+    assert PREEMPTION_DOES_NOT_HELP in ask.alloc_log and PREEMPTION_GUARANTEES_CHECK_FAILED in ask.alloc_log
     w.advance(10.0)
     cycle.run()
     assert ask.preempt_check_time_ns == checked, "within 15 s the preconditions fail"

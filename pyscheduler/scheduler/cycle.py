@@ -39,7 +39,13 @@ from pyscheduler.objects.queue import ObjectState, Queue
 from pyscheduler.policies.node_ordering import Cursor
 from pyscheduler.policies.role_history import Placement, history_key_of, role_of
 from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
-from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor, PreemptionPlan, check_preconditions
+from pyscheduler.scheduler.preemption.guaranteed import (
+    PREEMPTION_DOES_NOT_HELP,
+    PREEMPTION_PRECONDITIONS_FAILED,
+    GuaranteedPreemptor,
+    PreemptionPlan,
+    check_preconditions,
+)
 from pyscheduler.si.callback import check_predicates
 from pyscheduler.si.messages import PredicatesArgs
 
@@ -230,6 +236,9 @@ class SchedulingCycle:
         self._preemptions_left -= 1
         now = self.context.clock.now_ns()
         if not check_preconditions(ask, queue.preemption_delay_ns, now):
+            # YuniKorn logs both: the attempt's reason, then that preemption did not help.
+            ask.log_failure(PREEMPTION_PRECONDITIONS_FAILED, now)
+            ask.log_failure(PREEMPTION_DOES_NOT_HELP, now)
             return False
         reservations = partition.reservations
 
@@ -246,6 +255,7 @@ class SchedulingCycle:
         if isinstance(outcome, str):
             if outcome:
                 ask.log_failure(outcome, now)
+            ask.log_failure(PREEMPTION_DOES_NOT_HELP, now)
             return False
         self._apply_preemption(partition, queue, app, ask, outcome)
         return True

@@ -6,7 +6,7 @@ One attempt (:meth:`GuaranteedPreemptor.try_preemption`), all under the partitio
 
 1. **Queue check**: on copies of the queue snapshots (:mod:`.victims`), the ask is added to its
    queue and victims are removed one by one; unless the ask's queue then gets within its
-   guarantee, nothing is done ("Preemption does not help").
+   guarantee, nothing is done ("Preemption queue guarantees check failed").
 2. **Per node** (schedulable, the ask fits its capacity, no other ask's reservation): the
    node's victims sorted (opted in first, then non-originators, newest first) are filtered in
    two passes: a victim is kept only while its queue stays above its guarantee and the ask's
@@ -20,7 +20,8 @@ One attempt (:meth:`GuaranteedPreemptor.try_preemption`), all under the partitio
    ``preemption_predicates`` gets the first candidate, as YuniKorn does without an RM plugin.
 4. **Finish**: more victims from anywhere below the fence while the ask's queue stays above its
    guarantee; if the chosen node cannot take the ask without them, only that node's victims
-   count; they are trimmed once they cover the ask; a shortfall fails ("Preemption shortfall").
+   count; they are trimmed once they cover the ask; a shortfall fails ("Preemption helped but
+   short of resources").
    Then each victim is marked preempted and its queue's preempting resource grows, the ask is
    marked as having triggered preemption (it never preempts again), and the caller releases
    the victims through the RM in one message and reserves the node for the ask.
@@ -47,6 +48,8 @@ __all__ = [
     "ATTEMPT_INTERVAL_NS",
     "GuaranteedPreemptor",
     "PREEMPTION_DOES_NOT_HELP",
+    "PREEMPTION_GUARANTEES_CHECK_FAILED",
+    "PREEMPTION_PRECONDITIONS_FAILED",
     "PREEMPTION_SHORTFALL",
     "PreemptionPlan",
     "check_preconditions",
@@ -62,8 +65,10 @@ SCORE_ORIGINATOR: Final = 1 << 33
 SCORE_NO_PREEMPT: Final = 1 << 34
 SCORE_UNFIT: Final = 1 << 35
 #: Allocation log entries (YuniKorn's pkg/common/errors.go).
+PREEMPTION_PRECONDITIONS_FAILED: Final = "Preemption preconditions failed"
+PREEMPTION_GUARANTEES_CHECK_FAILED: Final = "Preemption queue guarantees check failed"
+PREEMPTION_SHORTFALL: Final = "Preemption helped but short of resources"
 PREEMPTION_DOES_NOT_HELP: Final = "Preemption does not help"
-PREEMPTION_SHORTFALL: Final = "Preemption shortfall"
 
 
 def check_preconditions(ask: Allocation, delay_ns: int, now_ns: int) -> bool:
@@ -126,7 +131,7 @@ class GuaranteedPreemptor:
     def try_preemption(self) -> PreemptionPlan | str:
         """The plan, or why there is none (an allocation log reason, or "" when no node works)."""
         if not self._queue_check():
-            return PREEMPTION_DOES_NOT_HELP
+            return PREEMPTION_GUARANTEES_CHECK_FAILED
         by_node, available = self._working_state()
         chosen = self._try_nodes(by_node, available)
         if chosen is None:
