@@ -11,6 +11,7 @@ from pyscheduler.dao.views import allocation_view
 from pyscheduler.dao.errors import ALLOWED_ACTIVE_STATUSES, ALLOWED_QUEUE_STATES, ALLOWED_STATES, INVALID_QUEUE_NAME
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.scheduler.preemption.guaranteed import PREEMPTION_DOES_NOT_HELP, PREEMPTION_PRECONDITIONS_FAILED
+from pyscheduler.scheduler.preemption.required_node import NO_VICTIM_FOR_REQUIRED_NODE
 from pyscheduler.scheduler.cycle import QUEUE_QUOTA
 from pyscheduler.si import messages as si
 from rm_helpers import World, res, world  # noqa: F401  (world: the fixture)
@@ -100,7 +101,10 @@ def test_reserved_application(rich: Rich) -> None:
     assert request["allocationKey"] == "b2"
     assert request["requiredNodeId"] == "n2"
     assert request["allocationTags"] == {"yunikorn.apache.org/requiredNode": "n2"}
-    assert "allocationLog" not in request and "schedulingAttempted" not in request
+    # Its node is full of another daemon set ask, which is never a victim: required-node
+    # preemption found nothing (YuniKorn's log entry) each reserved cycle.
+    assert [e["message"] for e in request["allocationLog"]] == [NO_VICTIM_FOR_REQUIRED_NODE]
+    assert request["schedulingAttempted"] is True
 
 
 def test_new_application_without_asks(rich: Rich) -> None:

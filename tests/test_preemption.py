@@ -92,6 +92,9 @@ def test_the_lower_priority_allocation_is_preempted_and_the_ask_placed_after_the
     assert len(partition.reservations) == 0
     history = partition.applications["app-1"].preempted_history.as_map()
     assert list(history) == ["UNKNOWN"] and set(history["UNKNOWN"]) == {"vcore"}
+    # What the metrics export: one attempt past the preconditions, one preemption, one victim.
+    assert (partition.preemption_attempts, partition.preemptions, partition.preemption_victims) == (1, 1, 1)
+    assert partition.preemption_latency.count == 1 and partition.preemption_latency.cumulative()[-1] == ("+Inf", 1)
 
 
 def test_the_victim_gets_yunikorn_s_request_event(w: World) -> None:

@@ -39,6 +39,7 @@ NODE_SIZES = [(50, 5), (100, 10), (30, 3)]
 ASK_SIZES = [(10, 1), (20, 2), (40, 1), (60, 4), (120, 2)]  # 120 fits no node
 #: Actions by weight.
 ACTIONS = (["asks"] * 5 + ["schedule_once"] * 4 + ["run_until_idle"] * 2 + ["release_allocation"] * 3
+           + ["confirm_preemption"] * 2
            + ["withdraw_ask", "release_all", "remove_app", "add_node"] + ["add_app", "node_action"] * 2 + ["advance"] * 3)
 
 
@@ -128,6 +129,19 @@ class SchedulingMachine(RuleBasedStateMachine):
             app, key = data.draw(st.sampled_from(live))
             self.cluster.release(app, key)
 
+    def _confirm_preemption(self, data: st.DataObject) -> None:
+        """As a real RM: a victim the core released (a required-node ask preempted it) is
+        killed and its release confirmed with the same termination type."""
+        part = self.cluster.partition
+        with part.lock:
+            waiting = sorted((a.application_id, k) for app in part.applications.values()
+                             for k, a in app.allocations.items() if a.preempted)
+        if waiting:
+            app, key = data.draw(st.sampled_from(waiting))
+            self.cluster.send(releases=(si.AllocationRelease(
+                partition_name="default", application_id=app, allocation_key=key,
+                termination_type=si.TerminationType.PREEMPTED_BY_SCHEDULER),))
+
     def _withdraw_ask(self, data: st.DataObject) -> None:
         pending = sorted((a.app_id, k) for a in self.cluster.partition.applications.values() for k in a.asks)
         if pending:
@@ -182,10 +196,17 @@ class SchedulingMachine(RuleBasedStateMachine):
 
     @invariant()
     def rm_sees_what_the_core_holds(self) -> None:
+        """The RM's live allocations are the core's, except preemption victims: those the RM
+        was told to release (PREEMPTED_BY_SCHEDULER) and has not confirmed yet."""
         part = self.cluster.partition
         with part.lock:
-            core = {k: a.node_id for app in part.applications.values() for k, a in app.allocations.items()}
+            core = {k: a.node_id for app in part.applications.values() for k, a in app.allocations.items()
+                    if not a.preempted}
+            victims = {k for app in part.applications.values() for k, a in app.allocations.items() if a.preempted}
         assert self.cluster.placements() == core
+        told = {r.allocation_key for r in self.cluster.rm.released
+                if r.termination_type is si.TerminationType.PREEMPTED_BY_SCHEDULER}
+        assert victims <= told
 
     @invariant()
     def limits_hold(self) -> None:

@@ -52,6 +52,8 @@ class Allocation:
     preempted: bool = False
     triggered_preemption: bool = False
     preempt_check_time_ns: int = 0
+    #: When the last "no preemption victim found" event of a required-node ask went out.
+    preemption_event_at: float | None = None
 
     def place(self, node_id: str, now_ns: int, instance_type: str = "") -> None:
         self.node_id = node_id

@@ -170,6 +170,10 @@ class QueueEvents:
     def type_changed(self, path: str, is_leaf: bool) -> None:
         self._add(T.QUEUE, C.SET, D.QUEUE_TYPE, path, "", "leaf" if is_leaf else "parent")
 
+    def quota_preemption(self, path: str, summary: str, maximum: Res) -> None:
+        """YuniKorn's quota preemption summary (QUEUE SET QUEUE_PREEMPTION, resource = max)."""
+        self._add(T.QUEUE, C.SET, D.QUEUE_PREEMPTION, path, "", summary, maximum)
+
 
 class UserGroupEvents:
     """User and group tracking events: USERGROUP records, objectID = user or group."""

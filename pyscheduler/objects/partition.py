@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from pyscheduler.common.errors import SchedulerError
 from pyscheduler.common.clock import Clock
+from pyscheduler.common.histogram import LatencyHistogram
 from pyscheduler.common.resources import Resource
 from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
@@ -123,9 +124,12 @@ class Partition:
         self.reservations = Reservations(events.node, self.node_ordering)
         self.preemption_enabled = True
         self.quota_preemption_enabled = False
-        #: Preemptions made and victims chosen (metrics).
+        #: Preemption attempts (past the preconditions), preemptions made, victims chosen, and
+        #: how long the guaranteed-share attempts took (YuniKorn's trypreemption latency).
+        self.preemption_attempts = 0
         self.preemptions = 0
         self.preemption_victims = 0
+        self.preemption_latency = LatencyHistogram()
         self.allocation_count = 0
         #: Foreign allocations: key -> (node id, resource) counted as occupied on the node.
         self.foreign: dict[str, tuple[str, Resource]] = {}

@@ -141,6 +141,10 @@ class Queue:
         #: Allocations below chosen as preemption victims and not released yet (YuniKorn's
         #: preemptingResource), on the whole path.
         self.preempting = Resource()
+        #: Quota-change preemption: when an armed queue fires (ns, 0: not armed) and the delay
+        #: it was armed with (pyscheduler.scheduler.preemption.quota).
+        self.quota_preemption_start_ns = 0
+        self.quota_preemption_delay_armed_ns = 0
         self.running_apps = 0
         #: The applications of this leaf with pending asks, and the priority each one is counted
         #: at in ``_app_priority_counts`` (its highest pending ask priority).

@@ -24,6 +24,7 @@ from pyscheduler.objects.partition import Partition
 from pyscheduler.objects.queue import Queue, QueueSettings
 from pyscheduler.objects.ugm import LimitSpec
 from pyscheduler.policies.placement import FilterSpec, PlacementManager, RuleSpec
+from pyscheduler.scheduler.preemption import quota as quota_preemption
 
 __all__ = ["apply_partition_config", "queue_settings", "root_settings"]
 
@@ -92,6 +93,8 @@ def apply_partition_config(partition: Partition, conf: PartitionConfig) -> None:
             partition.set_node_sort_policy(policy.type, dict(policy.resource_weights))
         partition.preemption_enabled = conf.preemption.enabled
         partition.quota_preemption_enabled = conf.preemption.quota_preemption_enabled
+        # A lowered max arms quota-change preemption (fired by the context's tick).
+        quota_preemption.arm(partition, partition.clock.now_ns())
         # Partition-level limits apply to root; queue limits to their queue. All are replaced at
         # once, so a queue whose limits were removed loses them.
         limits: dict[str, list[LimitSpec]] = {"root": _limits(list(conf.limits) or list(root_conf.limits))}

@@ -44,6 +44,7 @@ from pyscheduler.si.callback import (
     preemption_predicates_of,
 )
 from pyscheduler.scheduler.config_apply import apply_partition_config, root_settings
+from pyscheduler.scheduler.preemption import quota as quota_preemption
 from pyscheduler.scheduler.read_pacing import ReadPacer
 
 if TYPE_CHECKING:
@@ -536,6 +537,10 @@ class ClusterContext:
         tests call it after moving a manual clock)."""
         for partition in list(self.partitions.values()):
             partition.tick()
+            if partition.quota_preemption_enabled:
+                with partition.lock:
+                    for result in quota_preemption.fire_due(partition, self.clock.now_ns()):
+                        quota_preemption.apply(partition, result)
         self._flush_all()
 
     # -- plumbing --------------------------------------------------------------------------------------

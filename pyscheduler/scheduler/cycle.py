@@ -26,6 +26,8 @@ applications on its path, not every queue and application of the partition.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -39,6 +41,7 @@ from pyscheduler.objects.queue import ObjectState, Queue
 from pyscheduler.policies.node_ordering import Cursor
 from pyscheduler.policies.role_history import Placement, history_key_of, role_of
 from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
+from pyscheduler.scheduler.preemption.required_node import NO_VICTIM_FOR_REQUIRED_NODE, required_node_victims
 from pyscheduler.scheduler.preemption.guaranteed import (
     PREEMPTION_DOES_NOT_HELP,
     PREEMPTION_PRECONDITIONS_FAILED,
@@ -69,6 +72,7 @@ USER_QUOTA = "Not enough user quota"
 MAX_PREEMPTIONS_PER_LEAF = 10
 #: The message of the victims' release (YuniKorn's, the ask's key appended).
 PREEMPTION_RELEASE = "preempting allocations to free up resources to run ask: "
+REQUIRED_NODE_PREEMPTION_RELEASE = "preempting allocations to free up resources to run daemon set ask: "
 
 
 @dataclass(frozen=True)
@@ -245,6 +249,8 @@ class SchedulingCycle:
         def reserved_by_others(node: Node) -> bool:
             return any(r.allocation_key != ask.allocation_key for r in reservations.on_node(node.node_id))
 
+        partition.preemption_attempts += 1
+        started = time.perf_counter()
         preemptor = GuaranteedPreemptor(
             queue, ask, [partition.nodes[n] for n in sorted(partition.nodes)], nodes_tried=nodes_tried,
             predicates=self.context.predicates_for(partition),
@@ -252,6 +258,7 @@ class SchedulingCycle:
             reserved_by_others=reserved_by_others,
         )
         outcome = preemptor.try_preemption()
+        partition.preemption_latency.observe((time.perf_counter() - started) * 1e3)
         if isinstance(outcome, str):
             if outcome:
                 ask.log_failure(outcome, now)
@@ -262,9 +269,20 @@ class SchedulingCycle:
 
     def _apply_preemption(self, partition: Partition, queue: Queue, app: Application, ask: Allocation,
                           plan: PreemptionPlan) -> None:
+        self._release_victims(partition, queue, app, ask, plan.victims, PREEMPTION_RELEASE)
+        node = partition.nodes[plan.node_id]
+        if ask.allocation_key in partition.reservations.by_key:
+            partition.unreserve(ask.allocation_key)
+        partition.reservations.reserve(ask, node, required=False, now=self.context.clock.monotonic())
+
+    def _release_victims(self, partition: Partition, queue: Queue, app: Application, ask: Allocation,
+                         victims: Sequence[Allocation], release_message: str) -> None:
+        """Marks the victims preempted (their queues' preempting resource grows, each gets
+        YuniKorn's request event), marks the ask as having triggered preemption, and puts one
+        release of them all in the outbox for the RM."""
         events = partition.events.app
         message = f"Preempted by {ask.allocation_key} from application {app.app_id} in {queue.path}"
-        for victim in plan.victims:
+        for victim in victims:
             victim_app = partition.applications.get(victim.application_id)
             if victim_app is not None and victim_app.queue is not None:
                 victim_app.queue.inc_preempting(victim.resource)
@@ -272,16 +290,31 @@ class SchedulingCycle:
             events.request_diagnostic(victim.allocation_key, victim.application_id, message, victim.resource)
         ask.triggered_preemption = True
         partition.outbox.released.extend(
-            Released(v.application_id, v.allocation_key, PREEMPTED_BY_SCHEDULER, PREEMPTION_RELEASE + ask.allocation_key)
-            for v in plan.victims
+            Released(v.application_id, v.allocation_key, PREEMPTED_BY_SCHEDULER, release_message + ask.allocation_key)
+            for v in victims
         )
-        node = partition.nodes[plan.node_id]
-        if ask.allocation_key in partition.reservations.by_key:
-            partition.unreserve(ask.allocation_key)
-        partition.reservations.reserve(ask, node, required=False, now=self.context.clock.monotonic())
         partition.preemptions += 1
-        partition.preemption_victims += len(plan.victims)
+        partition.preemption_victims += len(victims)
         self._preempted = True
+
+    def _try_required_node_preemption(self, partition: Partition, queue: Queue, app: Application,
+                                      ask: Allocation, node: Node) -> bool:
+        """A reserved daemon set ask that fits its queue but not its node (see
+        pyscheduler.scheduler.preemption.required_node); on failure the allocation log entry
+        and a request event, at most one every PREDICATES_EVENT_INTERVAL per ask."""
+        victims = required_node_victims(ask, node, self.context.preemption_predicates_for(partition))
+        if victims:
+            self._release_victims(partition, queue, app, ask, victims, REQUIRED_NODE_PREEMPTION_RELEASE)
+            return True
+        ask.log_failure(NO_VICTIM_FOR_REQUIRED_NODE, self.context.clock.now_ns())
+        now = self.context.clock.monotonic()
+        if ask.preemption_event_at is None or now - ask.preemption_event_at >= PREDICATES_EVENT_INTERVAL:
+            ask.preemption_event_at = now
+            partition.events.app.request_diagnostic(
+                ask.allocation_key, app.app_id,
+                f"Unschedulable request '{ask.allocation_key}' with required node '{node.node_id}', "
+                "no preemption victim found", ask.resource)
+        return False
 
     # -- role history --------------------------------------------------------------------------------
 
@@ -459,6 +492,11 @@ class SchedulingCycle:
                 continue
             if node.schedulable and node.fits(ask.resource) and self._predicates_pass(partition, ask, node):
                 return self._commit(partition, app, ask, node, from_reservation=True)
+            if (ask.required_node and not reservation.history and not ask.triggered_preemption
+                    and node.schedulable and not node.fits(ask.resource)):
+                if self._try_required_node_preemption(partition, queue, app, ask, node):
+                    return None
+                continue
             if not reservation.required:
                 other = self._first_node(partition, ask, skip_reserved=True, exclude=node.node_id)
                 if other is not None:

@@ -21,12 +21,14 @@ from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Histogram
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
+
+from pyscheduler.common.histogram import DEFAULT_BUCKETS_MS
 
 if TYPE_CHECKING:
     from pyscheduler_web.service import SchedulerService
@@ -140,6 +142,27 @@ class SchedulerCollector(Collector):
         yield counter("pyscheduler_reporter_rounds", "Rounds of the node reporter manager.", reporters.rounds)
         yield gauge("pyscheduler_reporter_round_seconds", "How long the last reporter round took.",
                     reporters.last_round_seconds)
+        # Preemption, over every partition.
+        partitions = list(service.context.partitions.values())
+        yield counter("pyscheduler_preemption_attempts",
+                      "Guaranteed-share preemption attempts (asks past the preconditions).",
+                      sum(p.preemption_attempts for p in partitions))
+        yield counter("pyscheduler_preemption_preemptions",
+                      "Preemptions made (guaranteed-share and required-node), each one release message.",
+                      sum(p.preemptions for p in partitions))
+        yield counter("pyscheduler_preemption_victims", "Allocations chosen as preemption victims.",
+                      sum(p.preemption_victims for p in partitions))
+        latency = HistogramMetricFamily("pyscheduler_preemption_try_latency_milliseconds",
+                                        "Time to decide one guaranteed-share preemption (find victims, choose a node).")
+        merged: dict[str, int] = {}
+        total = 0.0
+        for partition in partitions:
+            for bound, count in partition.preemption_latency.cumulative():
+                merged[bound] = merged.get(bound, 0) + count
+            total += partition.preemption_latency.sum_ms
+        bounds = [(str(b), 0) for b in DEFAULT_BUCKETS_MS] + [("+Inf", 0)]
+        latency.add_metric([], [(bound, merged.get(bound, 0)) for bound, _ in bounds], total)
+        yield latency
         # The scheduling loop.
         scheduler = service.scheduler
         yield counter("pyscheduler_scheduler_cycles", "Scheduling cycles run.", scheduler.cycles)

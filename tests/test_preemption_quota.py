@@ -1,0 +1,151 @@
+"""Quota-change preemption through the RM interface (issue 13; YuniKorn's
+TestUpdateAllocationWithQuotaPreemption, TestTriggerQuotaPreemption, the parent split and the
+decided victim order; shared/spec/yunikorn/preemption.md §1.4)."""
+
+from __future__ import annotations
+
+import pytest
+from rm_helpers import C, D, T, World, res
+
+from pyscheduler.scheduler.cycle import SchedulingCycle
+from pyscheduler.scheduler.preemption.quota import QUOTA_RELEASE
+from pyscheduler.si import messages as si
+
+
+def config(max_vcore: int, *, delay: str = "1s", enabled: bool = True) -> str:
+    return f"""
+partitions:
+  - name: default
+    preemption:
+      quotapreemptionenabled: {str(enabled).lower()}
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: leaf
+            properties: {{quota.preemption.delay: {delay}}}
+            resources:
+              max: {{vcore: {max_vcore}}}
+"""
+
+
+def filled(**kwargs: object) -> World:
+    """Five allocations of 2 cores in root.leaf (max 12 cores), one of them grown to 3: 11."""
+    w = World(config(12, **kwargs))  # type: ignore[arg-type]
+    w.add_node("node-1", memory=100, vcore=100_000)
+    w.add_app("app-1", "root.leaf")
+    cycle = SchedulingCycle(w.context)
+    for i in range(5):
+        w.ask(f"a-{i}", "app-1", res(vcore=3000 if i == 4 else 2000))
+        assert len(cycle.run()) == 1
+        w.advance(1.0)
+    return w
+
+
+@pytest.mark.parametrize("max_vcore,delay,enabled,expected", [
+    (5, "1s", True, 3),      # 11 cores, max 5: 6 to release, greedily 2+2+2 (the 3 does not fit after)
+    (5, "0s", True, 0),      # no delay: never
+    (12, "1s", True, 0),     # max above usage: nothing to do
+    (5, "1s", False, 0),     # the partition's switch is off
+])
+def test_a_lowered_max_releases_enough_after_the_delay(max_vcore: int, delay: str, enabled: bool, expected: int) -> None:
+    w = filled(delay=delay, enabled=enabled)
+    try:
+        w.reload(config(max_vcore, delay=delay, enabled=enabled))
+        w.advance(0.5)
+        assert w.rm.released == [], "not before the delay"
+        mark = w.mark()
+        w.advance(0.7)
+        released = w.rm.released
+        assert len(released) == expected
+        if expected:
+            assert {r.termination_type for r in released} == {si.TerminationType.PREEMPTED_BY_SCHEDULER}
+            assert {r.message for r in released} == {QUOTA_RELEASE + "root.leaf"}
+            assert w.queue("root.leaf").preempting == res(vcore=6000)
+            summary = [e for e in w.events(mark) if e[0] == T.QUEUE and e[2] == D.QUEUE_PREEMPTION]
+            assert [(e[1], e[3], e[5]) for e in summary] == [(C.SET, "root.leaf",
+                "Quota Preemption results summary: preemptable resources: map[vcore:6000], "
+                "claimed resources: map[vcore:6000], selected victims: 3, preempted victims: 3")]
+            # One shot: nothing more on later ticks, and the confirmations are not echoed.
+            w.advance(5.0)
+            assert len(w.rm.released) == expected
+            for r in released:
+                w.release("app-1", r.allocation_key, termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
+            assert len(w.rm.released) == expected and w.queue("root.leaf").preempting == res()
+    finally:
+        w.close()
+
+
+def test_the_smallest_victims_that_fit_go_first() -> None:
+    w = filled()
+    try:
+        w.reload(config(9))
+        w.advance(1.5)
+        # 2 cores over: one 2-core allocation (the 3-core a-4 does not fit in 2); within the
+        # hour ages tie, so the smaller share first, then the order of the allocations.
+        assert [r.allocation_key for r in w.rm.released] == ["a-0"]
+    finally:
+        w.close()
+
+
+def test_originators_and_opted_out_allocations_go_last() -> None:
+    # Decided (issue 13): the protective order of the other preemptors, not YuniKorn's inverse.
+    from pyscheduler.objects.allocation import Allocation
+    from pyscheduler.common.resources import Resource
+    from pyscheduler.scheduler.preemption.quota import sort_victims
+
+    def alloc(key: str, **kwargs: object) -> Allocation:
+        return Allocation(key, "app", Resource({"vcore": 2000}), **kwargs)  # type: ignore[arg-type]
+
+    order = sort_victims([alloc("driver", originator=True), alloc("opted-out", allow_preempt_self=False),
+                          alloc("high", priority=5), alloc("plain")], Resource({"vcore": 10000}), Resource({"vcore": 4000}))
+    assert [a.allocation_key for a in order] == ["plain", "high", "opted-out", "driver"]
+
+
+PARENT = """
+partitions:
+  - name: default
+    preemption:
+      quotapreemptionenabled: true
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: parent
+            properties: {{quota.preemption.delay: 1s}}
+            resources:
+              max: {{vcore: {max_vcore}}}
+            queues:
+              - name: c1
+                resources:
+                  guaranteed: {{vcore: 2}}
+              - name: c2
+"""
+
+
+def test_a_parent_splits_the_amount_among_children_over_their_guarantees() -> None:
+    # c1 uses 6 cores (guaranteed 2: 4 over), c2 uses 4 (no guarantee: all 4 count); the
+    # parent's max goes from 12 to 6: 4 over, split 4:4, so 2 cores (one allocation) from each.
+    w = World(PARENT.format(max_vcore=12))
+    try:
+        w.add_node("node-1", memory=100, vcore=100_000)
+        w.add_app("app-1", "root.parent.c1")
+        w.add_app("app-2", "root.parent.c2")
+        cycle = SchedulingCycle(w.context)
+        for i in range(3):
+            w.ask(f"c1-{i}", "app-1", res(vcore=2000))
+        for i in range(2):
+            w.ask(f"c2-{i}", "app-2", res(vcore=2000))
+        for _ in range(5):
+            assert len(cycle.run()) == 1
+        w.reload(PARENT.format(max_vcore=6))
+        mark = w.mark()
+        w.advance(1.5)
+        released = w.rm.released
+        assert sorted(r.application_id for r in released) == ["app-1", "app-2"]
+        assert {r.message for r in released} == {QUOTA_RELEASE + "root.parent.c1", QUOTA_RELEASE + "root.parent.c2"}
+        summary = [e[5] for e in w.events(mark) if e[0] == T.QUEUE and e[2] == D.QUEUE_PREEMPTION and e[3] == "root.parent"]
+        assert summary == ["Quota Preemption results summary: preemptable resources: map[vcore:4000], "
+                           "claimed resources: map[vcore:4000], selected victims: 2, preempted victims: 2"]
+    finally:
+        w.close()
