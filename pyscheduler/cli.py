@@ -317,6 +317,7 @@ def _validate_conf(rest: list[str]) -> int:
     args = parser.parse_args(rest)
 
     from pyscheduler.config.loader import parse_and_validate
+    from pyscheduler.config.queue_preemption import preemption_warnings
     from pyscheduler.config.validator import ConfigValidationError
 
     try:
@@ -336,6 +337,8 @@ def _validate_conf(rest: list[str]) -> int:
         for error in exc.errors:
             print(error, file=sys.stderr)
         return 1
+    for warning in preemption_warnings(config):
+        print(f"warning: {warning}", file=sys.stderr)
     print("valid")
     print(f"checksum: {config.checksum}")
     return 0

@@ -161,3 +161,31 @@ def test_main_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "root queue may not have resources" in capsys.readouterr().err
     assert main(["validate-conf", str(tmp_path)]) == 2
     assert "cannot read" in capsys.readouterr().err
+
+
+PREEMPTION_WARNINGS = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        properties: {preemption.policy: Fence}
+        queues:
+          - name: a
+            properties: {preemption.policy: weird, preemption.delay: "-5s", quota.preemption.delay: soon}
+          - name: b
+            properties: {preemption.delay: 10s, quota.preemption.delay: 1m}
+"""
+
+
+def test_invalid_preemption_values_are_warnings_as_yunikorn_uses_defaults(tmp_path: Path) -> None:
+    # YuniKorn accepts the file and uses the defaults; validate-conf says which and where.
+    result = run_cli(str(write(tmp_path, PREEMPTION_WARNINGS)))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("valid\n")
+    assert result.stderr.splitlines() == [
+        "warning: partition default, queue root.a: preemption.policy 'weird' is not default, fence or disabled: "
+        "default is used",
+        "warning: partition default, queue root.a: preemption.delay '-5s' is not a duration above zero: 30s is used",
+        "warning: partition default, queue root.a: quota.preemption.delay 'soon' is not a duration above zero: "
+        "0s (never) is used",
+    ]

@@ -19,7 +19,7 @@ from pyscheduler.dao._common import (
 )
 from pyscheduler.dao.errors import QUEUE_NOT_FOUND, NotFound
 from pyscheduler.objects.queue import PRIORITY_POLICY, SORT_PRIORITY, parse_priority_offset
-from pyscheduler.objects.queue_preemption import (
+from pyscheduler.config.queue_preemption import (
     PreemptionPolicy,
     preemption_delay_ns,
     preemption_policy,

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Protocol
 from pyscheduler.common.resources import Resource, component_min_undef
 from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import QueueEvents
-from pyscheduler.objects.queue_preemption import (
+from pyscheduler.config.queue_preemption import (
     PREEMPTION_POLICY,
     PreemptionPolicy,
     preemption_delay_ns,

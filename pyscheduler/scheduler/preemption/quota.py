@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Final
 
 from pyscheduler.common.resources import Resource, go_string
 from pyscheduler.objects.partition import PREEMPTED_BY_SCHEDULER, Released
-from pyscheduler.objects.queue_preemption import quota_preemption_delay_ns
+from pyscheduler.config.queue_preemption import quota_preemption_delay_ns
 
 if TYPE_CHECKING:
     from pyscheduler.objects.allocation import Allocation

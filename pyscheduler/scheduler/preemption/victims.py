@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pyscheduler.objects.queue_preemption import PreemptionPolicy
+from pyscheduler.config.queue_preemption import PreemptionPolicy
 from pyscheduler.scheduler.preemption.snapshot import QueueSnapshot, not_negative
 
 if TYPE_CHECKING:

@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Final
 
 from pyscheduler.common.goduration import parse_go_duration
+from pyscheduler.config.queues import QueueConfig, SchedulerConfig
 
 __all__ = [
     "DEFAULT_PREEMPTION_DELAY_NS",
@@ -27,6 +28,8 @@ __all__ = [
     "QUOTA_PREEMPTION_DELAY",
     "preemption_delay_ns",
     "preemption_policy",
+    "preemption_warnings",
+    "property_warnings",
     "quota_preemption_delay_ns",
 ]
 
@@ -67,3 +70,37 @@ def _positive_duration(text: str | None, default: int) -> int:
     except ValueError:
         return default
     return delay if delay > 0 else default
+
+
+def property_warnings(properties: Mapping[str, str], path: str) -> list[str]:
+    """What an invalid preemption property of the queue at ``path`` becomes (YuniKorn accepts
+    the configuration and uses the default); ``validate-conf`` prints these as warnings."""
+    out: list[str] = []
+    policy = properties.get(PREEMPTION_POLICY)
+    if policy is not None and policy.lower() not in {p.value for p in PreemptionPolicy}:
+        out.append(f"{path}: {PREEMPTION_POLICY} {policy!r} is not default, fence or disabled: default is used")
+    for key, default in ((PREEMPTION_DELAY, "30s"), (QUOTA_PREEMPTION_DELAY, "0s (never)")):
+        text = properties.get(key)
+        if text is None:
+            continue
+        try:
+            valid = parse_go_duration(text) > 0
+        except ValueError:
+            valid = False
+        if not valid:
+            out.append(f"{path}: {key} {text!r} is not a duration above zero: {default} is used")
+    return out
+
+
+def preemption_warnings(config: SchedulerConfig) -> list[str]:
+    """:func:`property_warnings` of every queue of every partition, in tree order."""
+    out: list[str] = []
+
+    def walk(queue: QueueConfig, path: str) -> None:
+        out.extend(property_warnings(queue.properties, path))
+        for child in queue.queues:
+            walk(child, f"{path}.{child.name.lower()}")
+
+    for partition in config.partitions:
+        walk(partition.queues, f"partition {partition.name}, queue {partition.queues.name.lower()}")
+    return out
