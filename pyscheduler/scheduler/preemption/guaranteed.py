@@ -196,8 +196,10 @@ class GuaranteedPreemptor:
         ask = self.ask.resource
         if ask.fits_in(available):
             return -1, []
-        copies = self._copies()
-        ask_queue = copies[self.leaf.path]
+        if not candidates:
+            return None
+        copies = _LazyCopies(self.snapshots)
+        ask_queue = copies.require(self.leaf.path)
         current = available
         head: list[Allocation] = []
         tail: list[Allocation] = []
@@ -222,7 +224,7 @@ class GuaranteedPreemptor:
         ordered = head + tail
         if not ordered:
             return None
-        copies = self._copies()
+        copies = _LazyCopies(self.snapshots)
         current = available
         results: list[Allocation] = []
         index = -1
@@ -301,8 +303,8 @@ class GuaranteedPreemptor:
     def _additional_victims(self, chosen: list[Allocation]) -> list[Allocation] | None:
         """YuniKorn's calculateAdditionalVictims: victims from anywhere below the fence while
         the ask's queue (with the ask) is not within its guarantee; None if it never gets there."""
-        copies = self._copies()
-        ask_queue = copies[self.leaf.path]
+        copies = _LazyCopies(self.snapshots)
+        ask_queue = copies.require(self.leaf.path)
         seen = set()
         for victim in chosen:
             queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
@@ -331,6 +333,29 @@ class GuaranteedPreemptor:
         if final is not None and not_negative(final):
             return extra
         return None
+
+
+class _LazyCopies:
+    """Copies of an attempt's snapshots, each made when first asked for (with its parents): a
+    node's plan touches its victims' queues and the ask's, not every queue with victims."""
+
+    def __init__(self, snapshots: dict[str, QueueSnapshot]) -> None:
+        self._snapshots = snapshots
+        self._copies: dict[str, QueueSnapshot] = {}
+
+    def get(self, path: str) -> QueueSnapshot | None:
+        found = self._copies.get(path)
+        if found is None:
+            original = self._snapshots.get(path)
+            if original is None:
+                return None
+            found = original.duplicate(self._copies)
+        return found
+
+    def require(self, path: str) -> QueueSnapshot:
+        found = self.get(path)
+        assert found is not None, f"no snapshot of {path}"
+        return found
 
 
 def _remove_if_over(queue: QueueSnapshot, victim: Allocation, *, strictly: bool) -> bool:
