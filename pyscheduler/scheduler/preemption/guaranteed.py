@@ -29,7 +29,9 @@ One attempt (:meth:`GuaranteedPreemptor.try_preemption`), all under the partitio
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import heapq
+import itertools
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -241,25 +243,21 @@ class GuaranteedPreemptor:
 
     def _try_nodes(self, by_node: dict[str, list[Allocation]],
                    available: dict[str, Resource]) -> tuple[str, list[Allocation]] | None:
-        checks: list[_Check] = []
+        """YuniKorn's tryNodes and checkPreemptionPredicates: the nodes' checks in (start index,
+        node id) order, to the RM in batches (or the first one without the RM's hook)."""
         victims_by_node: dict[str, list[Allocation]] = {}
-        for node_id in sorted(available):
-            found = self._victims_on_node(available[node_id], by_node.get(node_id, []))
-            if found is None:
-                continue
-            index, victims = found
-            victims_by_node[node_id] = victims
-            if victims or not self.nodes_tried:
-                checks.append(_Check(node_id, tuple(v.allocation_key for v in victims), index))
-        if not checks:
-            return None
-        checks.sort(key=lambda c: (c.start_index, c.node_id))
+        checks = self._sorted_checks(by_node, available, victims_by_node)
+        best: tuple[int, str, int] | None = None
         if self.preemption_predicates is None:
-            best: tuple[int, str, int] | None = (0, checks[0].node_id, checks[0].start_index)
+            first = next(checks, None)
+            if first is not None:
+                best = (0, first.node_id, first.start_index)
         else:
-            best = None
-            for start in range(0, len(checks), CHECK_BATCH):
-                for check in checks[start:start + CHECK_BATCH]:
+            while True:
+                batch = list(itertools.islice(checks, CHECK_BATCH))
+                if not batch:
+                    break
+                for check in batch:
                     accepted = self._rm_check(check)
                     if accepted is None:
                         continue
@@ -275,6 +273,41 @@ class GuaranteedPreemptor:
         if last >= len(victims):
             return None
         return node_id, victims[:last + 1]
+
+    def _sorted_checks(self, by_node: dict[str, list[Allocation]], available: dict[str, Resource],
+                       victims_by_node: dict[str, list[Allocation]]) -> Iterator[_Check]:
+        """The checks YuniKorn would sort, yielded in that order while computing as few nodes'
+        plans as possible: a node's start index is at least its lower bound (the fewest of its
+        candidates, largest first, that cover its shortfall in every type), so nodes are planned
+        in (bound, id) order and a planned check is yielded once no unplanned node can precede
+        it. Each yielded node's victims go to ``victims_by_node``."""
+        ask = self.ask.resource
+        pending: list[tuple[int, str]] = []
+        for node_id, free in available.items():
+            candidates = by_node.get(node_id, [])
+            if ask.fits_in(free):
+                bound: int | None = -1
+            else:
+                bound = _start_index_bound(ask, free, candidates)
+            if bound is not None:
+                pending.append((bound, node_id))
+        pending.sort()
+        planned: list[tuple[int, str, list[Allocation]]] = []
+        position = 0
+        while position < len(pending) or planned:
+            while position < len(pending) and (not planned or pending[position] <= planned[0][:2]):
+                _, node_id = pending[position]
+                position += 1
+                found = self._victims_on_node(available[node_id], by_node.get(node_id, []))
+                if found is None:
+                    continue
+                index, victims = found
+                if victims or not self.nodes_tried:
+                    heapq.heappush(planned, (index, node_id, victims))
+            if planned:
+                index, node_id, victims = heapq.heappop(planned)
+                victims_by_node[node_id] = victims
+                yield _Check(node_id, tuple(v.allocation_key for v in victims), index)
 
     def _rm_check(self, check: _Check) -> int | None:
         """The index the RM says is enough (-1: no victim needed), or None when it refuses."""
@@ -356,6 +389,28 @@ class _LazyCopies:
         found = self.get(path)
         assert found is not None, f"no snapshot of {path}"
         return found
+
+
+def _start_index_bound(ask: Resource, free: Resource, candidates: list[Allocation]) -> int | None:
+    """A lower bound on the start index of a node's plan (its kept victims are some of its
+    candidates): the fewest candidates, largest first in each type, that cover the shortfall in
+    every type, minus one; None when all of them together cannot."""
+    shortfall = ask.sub_eliminate_negative(free)
+    needed = 0
+    for name, missing in shortfall.items():
+        if missing <= 0:
+            continue
+        covered = 0
+        count = 0
+        for size in sorted((c.resource.get(name, 0) for c in candidates), reverse=True):
+            if covered >= missing or size <= 0:
+                break
+            covered += size
+            count += 1
+        if covered < missing:
+            return None
+        needed = max(needed, count)
+    return needed - 1
 
 
 def _remove_if_over(queue: QueueSnapshot, victim: Allocation, *, strictly: bool) -> bool:
