@@ -234,3 +234,69 @@ def test_an_ask_that_reserved_a_node_still_preempts_once_its_delay_passed() -> N
         assert [(d.ask.allocation_key, d.node.node_id) for d in cycle.run()] == [("starved-0", victim_node)]
     finally:
         w.close()
+
+
+def test_the_streamed_checks_are_yunikorn_s_sorted_checks() -> None:
+    # The bounded search must yield exactly what planning every node and sorting gives (the
+    # oracle), on random clusters: nodes of mixed sizes, allocations of mixed sizes, ages and
+    # flags over four queues over their guarantees.
+    import random
+
+    from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor
+
+    config = """
+partitions:
+  - name: default
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: starved
+            resources:
+              guaranteed: {vcore: 40}
+""" + "".join(f"""          - name: q{i}
+            resources:
+              guaranteed: {{vcore: 1}}
+""" for i in range(4))
+    sizes: list[int] = []
+    for seed in range(8):
+        rng = random.Random(seed)
+        w = World(config)
+        try:
+            for n in range(12):
+                w.add_node(f"node-{n:02d}", memory=100, vcore=rng.choice([4000, 8000, 12000]))
+            for q in range(4):
+                w.add_app(f"app-{q}", f"root.q{q}")
+            key = 0
+            for n in range(12):
+                node = w.partition().nodes[f"node-{n:02d}"]
+                while True:
+                    size = rng.choice([1000, 2000, 3000])
+                    if not res(vcore=size).fits_in(node.available):
+                        break
+                    key += 1
+                    w.allocs(w.alloc_msg(f"a{key}", f"app-{rng.randrange(4)}", res(vcore=size), node_id=node.node_id,
+                                         allocation_tags={"creationTime": str(1_600_000_000 + rng.randrange(100))}))
+            w.add_app("starved", "root.starved")
+            w.ask("s", "starved", res(vcore=rng.choice([3000, 5000, 7000])),
+                  preemption_policy=si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True))
+            part = w.partition()
+            ask = part.applications["starved"].asks["s"]
+            for nodes_tried in (False, True):
+                preemptor = GuaranteedPreemptor(
+                    w.queue("root.starved"), ask, [part.nodes[n] for n in sorted(part.nodes)], nodes_tried=nodes_tried,
+                    predicates=None, preemption_predicates=None, reserved_by_others=lambda node: False)
+                by_node, available = preemptor._working_state()
+                oracle = []
+                for node_id in sorted(available):
+                    found = preemptor._victims_on_node(available[node_id], by_node.get(node_id, []))
+                    if found is not None and (found[1] or not nodes_tried):
+                        oracle.append((found[0], node_id, [v.allocation_key for v in found[1]]))
+                oracle.sort(key=lambda c: (c[0], c[1]))
+                streamed = [(c.start_index, c.node_id, list(c.keys))
+                            for c in preemptor._sorted_checks(by_node, available, {})]
+                assert streamed == oracle, seed
+                sizes.append(len(oracle))
+        finally:
+            w.close()
+    assert sum(sizes) > 20 and max(sizes) > 3, sizes  # the oracle had nodes to order
