@@ -14,18 +14,13 @@ from collections.abc import Iterator
 
 import pytest
 from rm_helpers import C, D, T, World, res
+from scheduling_helpers import config
 
 from pyscheduler.scheduler.cycle import PREEMPTION_RELEASE, SchedulingCycle
 from pyscheduler.scheduler.preemption.guaranteed import PREEMPTION_DOES_NOT_HELP, PREEMPTION_GUARANTEES_CHECK_FAILED
 from pyscheduler.si import messages as si
 
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
+CONFIG = config("""\
           - name: parent
             resources:
               max: {vcore: 10}
@@ -38,7 +33,7 @@ partitions:
                 properties: {preemption.delay: 1ms}
                 resources:
                   guaranteed: {vcore: 5}
-"""
+""")
 
 
 @pytest.fixture
@@ -164,20 +159,14 @@ def test_no_guarantee_means_no_preemption(w: World) -> None:
     assert w.rm.released == []
 
 
-NODES_FULL = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
+NODES_FULL = config("""\
           - name: busy
             properties: {preemption.delay: 5s}
           - name: starved
             properties: {preemption.delay: 5s}
             resources:
               guaranteed: {vcore: 6}
-"""
+""")
 
 
 def _starved_world(node_vcores: tuple[int, ...], busy: tuple[tuple[str, int], ...]) -> tuple[World, SchedulingCycle]:
@@ -244,24 +233,18 @@ def test_the_streamed_checks_are_yunikorn_s_sorted_checks() -> None:
 
     from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor
 
-    config = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
+    queues = config("""\
           - name: starved
             resources:
               guaranteed: {vcore: 40}
 """ + "".join(f"""          - name: q{i}
             resources:
               guaranteed: {{vcore: 1}}
-""" for i in range(4))
+""" for i in range(4)))
     sizes: list[int] = []
     for seed in range(8):
         rng = random.Random(seed)
-        w = World(config)
+        w = World(queues)
         try:
             for n in range(12):
                 w.add_node(f"node-{n:02d}", memory=100, vcore=rng.choice([4000, 8000, 12000]))

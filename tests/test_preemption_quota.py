@@ -6,27 +6,27 @@ from __future__ import annotations
 
 import pytest
 from rm_helpers import C, D, T, World, res
+from scheduling_helpers import config as queues_yaml
 
 from pyscheduler.scheduler.cycle import SchedulingCycle
 from pyscheduler.scheduler.preemption.quota import QUOTA_RELEASE
 from pyscheduler.si import messages as si
 
 
-def config(max_vcore: int, *, delay: str = "1s", enabled: bool = True) -> str:
-    return f"""
-partitions:
-  - name: default
-    preemption:
+def quota_switch(enabled: bool = True) -> str:
+    """The partition's preemption section, for scheduling_helpers.config's partition_extra."""
+    return f"""    preemption:
       quotapreemptionenabled: {str(enabled).lower()}
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
+"""
+
+
+def config(max_vcore: int, *, delay: str = "1s", enabled: bool = True) -> str:
+    return queues_yaml(f"""\
           - name: leaf
             properties: {{quota.preemption.delay: {delay}}}
             resources:
               max: {{vcore: {max_vcore}}}
-"""
+""", partition_extra=quota_switch(enabled))
 
 
 def filled(**kwargs: object) -> World:
@@ -92,7 +92,7 @@ def test_originators_and_opted_out_allocations_go_last() -> None:
     # Decided (issue 13): the protective order of the other preemptors, not YuniKorn's inverse.
     from pyscheduler.objects.allocation import Allocation
     from pyscheduler.common.resources import Resource
-    from pyscheduler.scheduler.preemption.quota import sort_victims
+    from pyscheduler.scheduler.preemption.ordering import sort_for_quota as sort_victims
 
     def alloc(key: str, **kwargs: object) -> Allocation:
         return Allocation(key, "app", Resource({"vcore": 2000}), **kwargs)  # type: ignore[arg-type]
@@ -102,15 +102,8 @@ def test_originators_and_opted_out_allocations_go_last() -> None:
     assert [a.allocation_key for a in order] == ["plain", "high", "opted-out", "driver"]
 
 
-PARENT = """
-partitions:
-  - name: default
-    preemption:
-      quotapreemptionenabled: true
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
+def parent_config(max_vcore: int) -> str:
+    return queues_yaml(f"""\
           - name: parent
             properties: {{quota.preemption.delay: 1s}}
             resources:
@@ -120,13 +113,13 @@ partitions:
                 resources:
                   guaranteed: {{vcore: 2}}
               - name: c2
-"""
+""", partition_extra=quota_switch())
 
 
 def test_a_parent_splits_the_amount_among_children_over_their_guarantees() -> None:
     # c1 uses 6 cores (guaranteed 2: 4 over), c2 uses 4 (no guarantee: all 4 count); the
     # parent's max goes from 12 to 6: 4 over, split 4:4, so 2 cores (one allocation) from each.
-    w = World(PARENT.format(max_vcore=12))
+    w = World(parent_config(12))
     try:
         w.add_node("node-1", memory=100, vcore=100_000)
         w.add_app("app-1", "root.parent.c1")
@@ -138,7 +131,7 @@ def test_a_parent_splits_the_amount_among_children_over_their_guarantees() -> No
             w.ask(f"c2-{i}", "app-2", res(vcore=2000))
         for _ in range(5):
             assert len(cycle.run()) == 1
-        w.reload(PARENT.format(max_vcore=6))
+        w.reload(parent_config(6))
         mark = w.mark()
         w.advance(1.5)
         released = w.rm.released

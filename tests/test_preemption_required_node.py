@@ -8,23 +8,19 @@ from collections.abc import Iterator
 
 import pytest
 from rm_helpers import World, res
+from scheduling_helpers import config
 
 from pyscheduler.common.resources import Resource
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.scheduler.cycle import REQUIRED_NODE_PREEMPTION_RELEASE, SchedulingCycle
-from pyscheduler.scheduler.preemption.required_node import NO_VICTIM_FOR_REQUIRED_NODE, sort_allocations
+from pyscheduler.scheduler.preemption.ordering import sort_for_required_node as sort_allocations
+from pyscheduler.scheduler.preemption.required_node import NO_VICTIM_FOR_REQUIRED_NODE
 from pyscheduler.si import messages as si
 
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
+CONFIG = config("""\
           - name: a
           - name: b
-"""
+""")
 
 
 @pytest.fixture

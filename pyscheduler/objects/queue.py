@@ -29,6 +29,7 @@ from pyscheduler.common.resources import Resource, component_min_undef
 from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import QueueEvents
 from pyscheduler.config.queue_preemption import (
+    DEFAULT_PREEMPTION_DELAY_NS,
     PREEMPTION_POLICY,
     PreemptionPolicy,
     preemption_delay_ns,
@@ -164,6 +165,8 @@ class Queue:
         self.current_priority = MIN_PRIORITY
         self.priority_offset = 0
         self.priority_fence = False
+        self.preemption_policy: PreemptionPolicy = PreemptionPolicy.DEFAULT
+        self.preemption_delay_ns = DEFAULT_PREEMPTION_DELAY_NS
         #: ``application.sort.priority`` (default enabled): whether this queue sorts its
         #: applications (a leaf) or children (a parent) by priority first.
         self.priority_sorting = True
@@ -288,6 +291,9 @@ class Queue:
         self.properties = inherited
         self.priority_offset = parse_priority_offset(inherited)
         self.priority_fence = inherited.get(PRIORITY_POLICY, "").lower() == "fence"
+        # Read by the cycle whenever an ask fails the headroom: parsed once per change here.
+        self.preemption_policy = preemption_policy(inherited)
+        self.preemption_delay_ns = preemption_delay_ns(inherited)
         sorting = inherited.get(SORT_PRIORITY, "").lower() != "disabled"
         if sorting != self.priority_sorting:
             self.priority_sorting = sorting
@@ -386,14 +392,6 @@ class Queue:
             check_held(self.graph_lock, f"queue {self.path}")
         for queue in self.ancestors():
             queue.preempting = queue.preempting - resource
-
-    @property
-    def preemption_policy(self) -> PreemptionPolicy:
-        return preemption_policy(self.properties)
-
-    @property
-    def preemption_delay_ns(self) -> int:
-        return preemption_delay_ns(self.properties)
 
     def inc_pending(self, resource: Resource) -> None:
         if CHECK_LOCKS:

@@ -28,7 +28,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from prometheus_client.registry import Collector
 
-from pyscheduler.common.histogram import DEFAULT_BUCKETS_MS
+from pyscheduler.common.histogram import LatencyHistogram
 
 if TYPE_CHECKING:
     from pyscheduler_web.service import SchedulerService
@@ -154,14 +154,12 @@ class SchedulerCollector(Collector):
                       sum(p.preemption_victims for p in partitions))
         latency = HistogramMetricFamily("pyscheduler_preemption_try_latency_milliseconds",
                                         "Time to decide one guaranteed-share preemption (find victims, choose a node).")
-        merged: dict[str, int] = {}
-        total = 0.0
+        merged = LatencyHistogram()  # every partition's, bucket by bucket
         for partition in partitions:
-            for bound, count in partition.preemption_latency.cumulative():
-                merged[bound] = merged.get(bound, 0) + count
-            total += partition.preemption_latency.sum_ms
-        bounds = [(str(b), 0) for b in DEFAULT_BUCKETS_MS] + [("+Inf", 0)]
-        latency.add_metric([], [(bound, merged.get(bound, 0)) for bound, _ in bounds], total)
+            own = partition.preemption_latency
+            merged.counts = [a + b for a, b in zip(merged.counts, own.counts)]
+            merged.sum_ms += own.sum_ms
+        latency.add_metric([], merged.cumulative(), merged.sum_ms)
         yield latency
         # The scheduling loop.
         scheduler = service.scheduler

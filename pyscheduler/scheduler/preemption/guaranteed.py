@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from pyscheduler.common.resources import Resource
+from pyscheduler.scheduler.preemption.ordering import sort_for_node
 from pyscheduler.scheduler.preemption.snapshot import QueueSnapshot, not_negative, strictly_negative
 from pyscheduler.scheduler.preemption.victims import find_victims
 from pyscheduler.si.callback import PredicatesFunc, PreemptionPredicatesFunc, check_predicates
@@ -55,7 +56,6 @@ __all__ = [
     "PREEMPTION_SHORTFALL",
     "PreemptionPlan",
     "check_preconditions",
-    "sort_victims",
 ]
 
 #: YuniKorn's preemptAttemptFrequency: an ask passes the preconditions at most this often.
@@ -86,12 +86,6 @@ def check_preconditions(ask: Allocation, delay_ns: int, now_ns: int) -> bool:
         return False
     ask.preempt_check_time_ns = now_ns
     return True
-
-
-def sort_victims(victims: list[Allocation]) -> list[Allocation]:
-    """A node's victims in the order they are tried: opted in to preemption first, then not
-    originators, then newest first (priority is not a key here)."""
-    return sorted(victims, key=lambda a: (not a.allow_preempt_self, a.originator, -a.create_time_ns))
 
 
 def _score(victim: Allocation) -> int:
@@ -191,7 +185,7 @@ class GuaranteedPreemptor:
                 by_node.pop(node.node_id, None)
             else:
                 available[node.node_id] = node.available
-        return {node_id: sort_victims(victims) for node_id, victims in by_node.items()}, available
+        return {node_id: sort_for_node(victims) for node_id, victims in by_node.items()}, available
 
     def _victims_on_node(self, available: Resource, candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
         """YuniKorn's calculateVictimsByNode: (start index, victims) or None for no use."""
@@ -209,16 +203,13 @@ class GuaranteedPreemptor:
             queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
             if queue is not None and _remove_if_over(queue, victim, strictly=True):
                 ask_queue.add_allocation(victim.resource)
-                after = ask_queue.remaining_guaranteed()
-                if after is not None and after.has_negative():
-                    ask_queue.remove_allocation(victim.resource)
-                    queue.add_allocation(victim.resource)
+                if _over_guarantee(ask_queue):
+                    _give_back(victim, ask_queue, queue)
                     break
                 shortfall = ask.sub_eliminate_negative(current)
                 new_shortfall = ask.sub_eliminate_negative(current + victim.resource)
                 if shortfall == new_shortfall:
-                    ask_queue.remove_allocation(victim.resource)
-                    queue.add_allocation(victim.resource)
+                    _give_back(victim, ask_queue, queue)
                     tail.append(victim)
                 else:
                     current = current + victim.resource
@@ -352,16 +343,13 @@ class GuaranteedPreemptor:
             if queue is not None and _remove_if_over(queue, victim, strictly=False):
                 ask_before = ask_queue.remaining_guaranteed()
                 ask_queue.add_allocation(victim.resource)
-                ask_after = ask_queue.remaining_guaranteed()
-                if ask_after is not None and ask_after.has_negative():
-                    ask_queue.remove_allocation(victim.resource)
-                    queue.add_allocation(victim.resource)
+                if _over_guarantee(ask_queue):
+                    _give_back(victim, ask_queue, queue)
                     break
-                if not _equals_or_empty(ask_before, ask_after):
+                if not _equals_or_empty(ask_before, ask_queue.remaining_guaranteed()):
                     extra.append(victim)
                 else:
-                    ask_queue.remove_allocation(victim.resource)
-                    queue.add_allocation(victim.resource)
+                    _give_back(victim, ask_queue, queue)
         final = ask_queue.remaining_guaranteed()
         if final is not None and not_negative(final):
             return extra
@@ -424,6 +412,18 @@ def _remove_if_over(queue: QueueSnapshot, victim: Allocation, *, strictly: bool)
         return True
     queue.add_allocation(victim.resource)
     return False
+
+
+def _over_guarantee(queue: QueueSnapshot) -> bool:
+    """The ask's queue, with a victim's resources added, went over its guarantee in some type."""
+    remaining = queue.remaining_guaranteed()
+    return remaining is not None and remaining.has_negative()
+
+
+def _give_back(victim: Allocation, ask_queue: QueueSnapshot, queue: QueueSnapshot) -> None:
+    """Undoes moving a victim's resources from its queue's copy to the ask queue's."""
+    ask_queue.remove_allocation(victim.resource)
+    queue.add_allocation(victim.resource)
 
 
 def _equals_or_empty(left: Resource | None, right: Resource | None) -> bool:

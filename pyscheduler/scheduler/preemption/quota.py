@@ -36,16 +36,16 @@ from typing import TYPE_CHECKING, Final
 from pyscheduler.common.resources import Resource, go_string
 from pyscheduler.objects.partition import PREEMPTED_BY_SCHEDULER, Released
 from pyscheduler.config.queue_preemption import quota_preemption_delay_ns
+from pyscheduler.scheduler.preemption.ordering import shares_a_type, sort_for_quota
 
 if TYPE_CHECKING:
     from pyscheduler.objects.allocation import Allocation
     from pyscheduler.objects.partition import Partition
     from pyscheduler.objects.queue import Queue
 
-__all__ = ["QUOTA_RELEASE", "QuotaVictims", "apply", "arm", "fire_due", "preemptable_amount", "sort_victims", "summary"]
+__all__ = ["QUOTA_RELEASE", "QuotaVictims", "apply", "arm", "fire_due", "preemptable_amount", "summary"]
 
 QUOTA_RELEASE: Final = "preempting allocations to enforce new max quota for queue : "
-HOUR_NS: Final = 3600 * 1_000_000_000
 
 
 @dataclass
@@ -135,33 +135,16 @@ def _split(queue: Queue, amount: Resource, out: dict[str, tuple[Queue, Resource]
             _split(child, child_amount, out)
 
 
-def _kind(alloc: Allocation) -> int:
-    """Regular first, then opted out of preemption, then originators (the protective order)."""
-    if alloc.originator:
-        return 3
-    return 2 if not alloc.allow_preempt_self else 1
-
-
-def sort_victims(allocations: list[Allocation], maximum: Resource, amount: Resource) -> list[Allocation]:
-    """The quota preemptor's order: kind (see the module doc), lower priority, newer by the hour
-    (YuniKorn truncates creation times to the hour here), then the smaller share of the max in
-    the amount's types, so the victims come close to the amount."""
-    def share(alloc: Allocation) -> float:
-        return sum(alloc.resource.get(k, 0) / maximum[k] for k in amount if maximum.get(k))
-
-    return sorted(allocations, key=lambda a: (_kind(a), a.priority, -(a.create_time_ns // HOUR_NS), share(a)))
-
-
 def _leaf_victims(queue: Queue, amount: Resource) -> list[Allocation]:
     if amount.is_zero():
         return []
     candidates = [
         alloc for app_id in sorted(queue.applications) for _, alloc in sorted(queue.applications[app_id].allocations.items())
-        if any(alloc.resource.get(k, 0) for k in amount if amount[k]) and not alloc.required_node and not alloc.preempted
+        if shares_a_type(amount, alloc.resource) and not alloc.required_node and not alloc.preempted
     ]
     chosen: list[Allocation] = []
     taken = Resource()
-    for alloc in sort_victims(candidates, queue.max_resource or Resource(), amount):
+    for alloc in sort_for_quota(candidates, queue.max_resource or Resource(), amount):
         if not alloc.resource.fits_in_max_undef(amount):
             continue
         after = taken + alloc.resource

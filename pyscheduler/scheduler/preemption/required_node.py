@@ -17,11 +17,10 @@ victim it collected; pyscheduler releases exactly the ones it marked.
 
 from __future__ import annotations
 
-import functools
 from typing import TYPE_CHECKING, Final
 
 from pyscheduler.common.resources import Resource
-from pyscheduler.scheduler.preemption.victims import shares_a_type
+from pyscheduler.scheduler.preemption.ordering import shares_a_type, sort_for_required_node
 from pyscheduler.si.callback import PreemptionPredicatesFunc
 from pyscheduler.si.messages import PreemptionPredicatesArgs
 
@@ -29,31 +28,10 @@ if TYPE_CHECKING:
     from pyscheduler.objects.allocation import Allocation
     from pyscheduler.objects.node import Node
 
-__all__ = ["NO_VICTIM_FOR_REQUIRED_NODE", "required_node_victims", "sort_allocations"]
+__all__ = ["NO_VICTIM_FOR_REQUIRED_NODE", "required_node_victims"]
 
 #: The allocation log entry when nothing can be preempted (YuniKorn's NoVictimForRequiredNode).
 NO_VICTIM_FOR_REQUIRED_NODE: Final = "No fit on required node, preemption does not help"
-
-
-def _kind(alloc: Allocation) -> int:
-    if alloc.originator:
-        return 3
-    return 2 if not alloc.allow_preempt_self else 1
-
-
-def _compare(left: Allocation, right: Allocation) -> int:
-    """YuniKorn's SortAllocations order as a comparison."""
-    for a, b in ((_kind(left), _kind(right)), (left.priority, right.priority),
-                 (-left.create_time_ns, -right.create_time_ns)):
-        if a != b:
-            return -1 if a < b else 1
-    if left.resource == right.resource:
-        return 0
-    return 1 if (left.resource - right.resource).strictly_greater_than_zero() else -1
-
-
-def sort_allocations(allocations: list[Allocation]) -> list[Allocation]:
-    return sorted(allocations, key=functools.cmp_to_key(_compare))
 
 
 def required_node_victims(ask: Allocation, node: Node,
@@ -62,11 +40,11 @@ def required_node_victims(ask: Allocation, node: Node,
     candidates = [
         alloc for _, alloc in sorted(node.allocations.items())
         if not alloc.required_node and alloc.priority <= ask.priority and not alloc.preempted
-        and shares_a_type(ask, alloc)
+        and shares_a_type(ask.resource, alloc.resource)
     ]
     victims: list[Allocation] = []
     freed = Resource()
-    for alloc in sort_allocations(candidates):
+    for alloc in sort_for_required_node(candidates):
         if ask.resource.fits_in(freed):
             break
         freed = freed + alloc.resource

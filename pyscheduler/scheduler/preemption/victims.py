@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pyscheduler.config.queue_preemption import PreemptionPolicy
+from pyscheduler.scheduler.preemption.ordering import shares_a_type
 from pyscheduler.scheduler.preemption.snapshot import QueueSnapshot, not_negative
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
     from pyscheduler.objects.application import Application
     from pyscheduler.objects.queue import Queue
 
-__all__ = ["fence_root", "find_victims", "shares_a_type"]
+__all__ = ["fence_root", "find_victims"]
 
 
 def fence_root(leaf: Queue, ask: Allocation, priorities: dict[str, int]) -> Queue:
@@ -51,11 +52,6 @@ def _over_max(queue: Queue, ask: Allocation) -> bool:
         return False
     usage = queue.allocated + ask.resource
     return any(usage.get(name, 0) > limit for name, limit in maximum.items() if name in ask.resource)
-
-
-def shares_a_type(ask: Allocation, alloc: Allocation) -> bool:
-    """YuniKorn's MatchAny: a resource type both use."""
-    return any(alloc.resource.get(name, 0) != 0 for name, value in ask.resource.items() if value != 0)
 
 
 def snapshot_of(queue: Queue, snapshots: dict[str, QueueSnapshot], ask_path: str) -> QueueSnapshot:
@@ -98,7 +94,7 @@ def _collect(queue: Queue, ask_path: str, ask: Allocation, priorities: dict[str,
             return  # within its guarantee
         for app_id in sorted(queue.applications):
             for alloc in _allocations(queue.applications[app_id]):
-                if (shares_a_type(ask, alloc) and not alloc.required_node and not alloc.preempted
+                if (shares_a_type(ask.resource, alloc.resource) and not alloc.required_node and not alloc.preempted
                         and (fenced or alloc.priority <= ask_priority)):
                     snapshot.victims.append(alloc)
         if not snapshot.victims:
