@@ -189,3 +189,18 @@ def test_invalid_preemption_values_are_warnings_as_yunikorn_uses_defaults(tmp_pa
         "warning: partition default, queue root.a: quota.preemption.delay 'soon' is not a duration above zero: "
         "0s (never) is used",
     ]
+
+
+def test_preemption_delays_past_int64_and_hostile_lengths_are_only_warnings(tmp_path: Path) -> None:
+    # Go's ParseDuration refuses a duration past int64 nanoseconds; so does the scheduler, which
+    # then keeps the default. A 100 KB digit string is refused the same way, at once.
+    text = PREEMPTION_WARNINGS.replace('preemption.delay: 10s', 'preemption.delay: 2562048h').replace(
+        'quota.preemption.delay: 1m', 'quota.preemption.delay: "' + "9" * 100_000 + 'h"')
+    result = run_cli(str(write(tmp_path, text)))
+    assert result.returncode == 0, result.stderr[:500]
+    lines = [line for line in result.stderr.splitlines() if "root.b" in line]
+    assert len(lines) == 2
+    assert lines[0] == ("warning: partition default, queue root.b: preemption.delay '2562048h' is not a duration "
+                        "above zero: 30s is used")
+    assert lines[1].endswith("... (100,001 characters) is not a duration above zero: 0s (never) is used")
+    assert len(lines[1]) < 300

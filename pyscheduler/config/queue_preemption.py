@@ -78,7 +78,7 @@ def property_warnings(properties: Mapping[str, str], path: str) -> list[str]:
     out: list[str] = []
     policy = properties.get(PREEMPTION_POLICY)
     if policy is not None and policy.lower() not in {p.value for p in PreemptionPolicy}:
-        out.append(f"{path}: {PREEMPTION_POLICY} {policy!r} is not default, fence or disabled: default is used")
+        out.append(f"{path}: {PREEMPTION_POLICY} {_shown(policy)} is not default, fence or disabled: default is used")
     for key, default in ((PREEMPTION_DELAY, "30s"), (QUOTA_PREEMPTION_DELAY, "0s (never)")):
         text = properties.get(key)
         if text is None:
@@ -88,8 +88,16 @@ def property_warnings(properties: Mapping[str, str], path: str) -> list[str]:
         except ValueError:
             valid = False
         if not valid:
-            out.append(f"{path}: {key} {text!r} is not a duration above zero: {default} is used")
+            out.append(f"{path}: {key} {_shown(text)} is not a duration above zero: {default} is used")
     return out
+
+
+def _shown(value: str, limit: int = 64) -> str:
+    """A value quoted for a warning, cut after ``limit`` characters (a hostile file may hold
+    a value of any length)."""
+    if len(value) <= limit:
+        return repr(value)
+    return f"{value[:limit]!r}... ({len(value):,} characters)"
 
 
 def preemption_warnings(config: SchedulerConfig) -> list[str]:
