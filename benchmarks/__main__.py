@@ -20,6 +20,7 @@ from benchmarks import (
     events_memory,
     events_throughput,
     hostile_clients,
+    preemption,
     reporter,
     rest,
     rest_polling,
@@ -97,6 +98,10 @@ def _run_reporter(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return reporter.run(quick=args.quick, progress=progress)
 
 
+def _run_preemption(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return preemption.run(quick=args.quick, progress=progress)
+
+
 def _run_rest_polling(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return rest_polling.run(quick=args.quick, pollers=args.pollers or rest_polling.POLLERS, progress=progress)
 
@@ -127,6 +132,11 @@ FAMILIES: dict[str, Family] = {
             "reporter",
             "node reporter manager: a round for 5,000 nodes x 8 plugins, scheduling while it updates 5%% of nodes",
             _run_reporter,
+        ),
+        Family(
+            "preemption",
+            "preemption decision time at 5,000 nodes x 50,000 allocations, scheduling with it armed vs off",
+            _run_preemption,
         ),
     )
 }

@@ -71,7 +71,12 @@ SHAPES: Final = (YUNIKORN_SHAPE, MANY_QUEUES_SHAPE)
 #: The many-queues shape where every ask plays a role and every role has a history (each of an
 #: application's roles ran on other nodes before): role history on (``benchmarks.role_history``).
 ROLES_SHAPE: Final = "many-queues-roles"
-WORKER_SHAPES: Final = (*SHAPES, ROLES_SHAPE)
+#: The many-queues shape with preemption armed but never needed (every leaf guaranteed a share,
+#: every ask allowed to preempt, room for every ask): preemption enabled, and the same with the
+#: partition's preemption.enabled false (``benchmarks.preemption``).
+PREEMPTION_ON_SHAPE: Final = "many-queues-preemption"
+PREEMPTION_OFF_SHAPE: Final = "many-queues-preemption-off"
+WORKER_SHAPES: Final = (*SHAPES, ROLES_SHAPE, PREEMPTION_ON_SHAPE, PREEMPTION_OFF_SHAPE)
 #: Roles per application in the roles shape (ASKS_PER_APP / ROLES_PER_APP instances each).
 ROLES_PER_APP: Final = 5
 #: The many-queues shape: parents x leaves per parent, asks per application, asks and nodes (--quick: fewer).
@@ -106,15 +111,20 @@ partitions:
 
 
 
-def many_queues_config(policy: str) -> str:
-    """The many-queues shape's configuration: ``root.p<i>.l<j>`` leaves under parent queues."""
-    lines = [
-        "partitions:", "  - name: default", f"    nodesortpolicy: {{type: {policy}}}", "    queues:",
-        "      - name: root", '        submitacl: "*"', "        queues:",
-    ]
+def many_queues_config(policy: str, preemption: bool | None = None) -> str:
+    """The many-queues shape's configuration: ``root.p<i>.l<j>`` leaves under parent queues.
+    ``preemption`` (not None): every leaf guaranteed 1 vcore and 10 memory, with the partition's
+    preemption switched on or off."""
+    lines = ["partitions:", "  - name: default", f"    nodesortpolicy: {{type: {policy}}}"]
+    if preemption is not None:
+        lines.append(f"    preemption: {{enabled: {str(preemption).lower()}}}")
+    lines += ["    queues:", "      - name: root", '        submitacl: "*"', "        queues:"]
     for parent in range(MANY_PARENTS):
         lines += [f"          - name: p{parent}", "            queues:"]
-        lines += [f"              - name: l{leaf}" for leaf in range(MANY_LEAVES_PER_PARENT)]
+        for leaf in range(MANY_LEAVES_PER_PARENT):
+            lines.append(f"              - name: l{leaf}")
+            if preemption is not None:
+                lines.append("                resources: {guaranteed: {vcore: 1, memory: 10}}")
     return "\n".join(lines) + "\n"
 
 
@@ -186,12 +196,14 @@ def submit_workload(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
     _submit_asks(proxy, rm_id, asks, lambda k: "app-a" if k % 2 == 0 else "app-b")
 
 
-def submit_many_queues(proxy: RMProxy, rm_id: str, nodes: int, asks: int, roles: bool = False) -> None:
+def submit_many_queues(proxy: RMProxy, rm_id: str, nodes: int, asks: int, roles: bool = False,
+                       may_preempt: bool = False) -> None:
     """The many-queues shape: nodes as in :func:`submit_workload`, ``asks // ASKS_PER_APP``
     applications round-robin over the leaves, the asks round-robin over the applications.
     ``roles``: the ``j``-th ask of an application plays role ``r<j % ROLES_PER_APP>``, and
     each role of each application has a history on as many nodes as it has instances (restored
-    before the asks arrive, as a restarted scheduler loads it), spread over the cluster."""
+    before the asks arrive, as a restarted scheduler loads it), spread over the cluster.
+    ``may_preempt``: every ask may preempt others (``allowPreemptOther``)."""
     apps = max(1, asks // ASKS_PER_APP)
     _submit_nodes(proxy, rm_id, nodes, asks)
     _submit_apps(proxy, rm_id, [(f"app-{i:04d}", many_queues_leaf(i)) for i in range(apps)])
@@ -199,7 +211,7 @@ def submit_many_queues(proxy: RMProxy, rm_id: str, nodes: int, asks: int, roles:
     if roles:
         _restore_histories(proxy, apps, nodes, asks)
         role_of = lambda k: f"r{(k // apps) % ROLES_PER_APP}"  # noqa: E731
-    _submit_asks(proxy, rm_id, asks, lambda k: f"app-{k % apps:04d}", role_of)
+    _submit_asks(proxy, rm_id, asks, lambda k: f"app-{k % apps:04d}", role_of, may_preempt)
 
 
 def _restore_histories(proxy: RMProxy, apps: int, nodes: int, asks: int) -> None:
@@ -253,13 +265,14 @@ def _submit_apps(proxy: RMProxy, rm_id: str, apps: Sequence[tuple[str, str]]) ->
 
 
 def _submit_asks(proxy: RMProxy, rm_id: str, asks: int, app_of: Callable[[int], str],
-                 role_of: Callable[[int], str] | None = None) -> None:
+                 role_of: Callable[[int], str] | None = None, may_preempt: bool = False) -> None:
     """``asks`` asks of memory 10, vcore 1; ask ``k`` goes to application ``app_of(k)`` (with
     the role ``role_of(k)``, if given)."""
     from pyscheduler.common.resources import Resource
     from pyscheduler.si import messages as si
 
     ask = Resource({"memory": 10, "vcore": 1})
+    policy = si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True) if may_preempt else None
     proxy.update_allocation(
         si.AllocationRequest(
             allocations=tuple(
@@ -269,6 +282,7 @@ def _submit_asks(proxy: RMProxy, rm_id: str, asks: int, app_of: Callable[[int], 
                     partition_name="default",
                     resource_per_alloc=ask,
                     allocation_tags={"pyscheduler.io/role": role_of(k)} if role_of is not None else {},
+                    preemption_policy=policy,
                 )
                 for k in range(asks)
             ),
@@ -292,13 +306,14 @@ def build(policy: str, nodes: int, asks: int, native: bool, shape: str = YUNIKOR
     scheduler = Scheduler(context)
     proxy = RMProxy(context)
     rm = CountingRM(asks)
-    many_queues = shape in (MANY_QUEUES_SHAPE, ROLES_SHAPE)
-    config = many_queues_config(policy) if many_queues else CONFIG % policy
+    preemption = {PREEMPTION_ON_SHAPE: True, PREEMPTION_OFF_SHAPE: False}.get(shape)
+    many_queues = shape in (MANY_QUEUES_SHAPE, ROLES_SHAPE) or preemption is not None
+    config = many_queues_config(policy, preemption) if many_queues else CONFIG % policy
     proxy.register_resource_manager(
         si.RegisterResourceManagerRequest(rm_id=RM_ID, policy_group="default", config=config), rm
     )
     if many_queues:
-        submit_many_queues(proxy, RM_ID, nodes, asks, roles=shape == ROLES_SHAPE)
+        submit_many_queues(proxy, RM_ID, nodes, asks, roles=shape == ROLES_SHAPE, may_preempt=preemption is not None)
     else:
         submit_workload(proxy, RM_ID, nodes, asks)
     return Setup(context, proxy, rm, scheduler)

@@ -227,8 +227,9 @@ def test_an_ask_that_reserved_a_node_still_preempts_once_its_delay_passed() -> N
 
 def test_the_streamed_checks_are_yunikorn_s_sorted_checks() -> None:
     # The bounded search must yield exactly what planning every node and sorting gives (the
-    # oracle), on random clusters: nodes of mixed sizes, allocations of mixed sizes, ages and
-    # flags over four queues over their guarantees.
+    # oracle), on random clusters: nodes of mixed sizes, some with room for the ask, allocations
+    # of mixed sizes, ages and flags over four queues over their guarantees; the nodes where
+    # the ask fits come from the node index or from a scan.
     import random
 
     from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor
@@ -242,6 +243,7 @@ def test_the_streamed_checks_are_yunikorn_s_sorted_checks() -> None:
               guaranteed: {{vcore: 1}}
 """ for i in range(4)))
     sizes: list[int] = []
+    fitting_seen = False
     for seed in range(8):
         rng = random.Random(seed)
         w = World(queues)
@@ -255,8 +257,8 @@ def test_the_streamed_checks_are_yunikorn_s_sorted_checks() -> None:
                 node = w.partition().nodes[f"node-{n:02d}"]
                 while True:
                     size = rng.choice([1000, 2000, 3000])
-                    if not res(vcore=size).fits_in(node.available):
-                        break
+                    if not res(vcore=size).fits_in(node.available) or rng.random() < 0.04:
+                        break  # full, or (now and then) left with room for the ask
                     key += 1
                     w.allocs(w.alloc_msg(f"a{key}", f"app-{rng.randrange(4)}", res(vcore=size), node_id=node.node_id,
                                          allocation_tags={"creationTime": str(1_600_000_000 + rng.randrange(100))}))
@@ -266,20 +268,29 @@ def test_the_streamed_checks_are_yunikorn_s_sorted_checks() -> None:
             part = w.partition()
             ask = part.applications["starved"].asks["s"]
             for nodes_tried in (False, True):
-                preemptor = GuaranteedPreemptor(
-                    w.queue("root.starved"), ask, [part.nodes[n] for n in sorted(part.nodes)], nodes_tried=nodes_tried,
-                    predicates=None, preemption_predicates=None, reserved_by_others=lambda node: False)
-                by_node, available = preemptor._working_state()
+                def preemptor_for(fitting: object) -> GuaranteedPreemptor:
+                    return GuaranteedPreemptor(
+                        w.queue("root.starved"), ask, part.nodes, part.sorted_node_ids(), nodes_tried=nodes_tried,
+                        predicates=None, preemption_predicates=None, reserved_by_others=lambda node: False,
+                        fitting=fitting)  # type: ignore[arg-type]
+                whole = preemptor_for(None)
                 oracle = []
-                for node_id in sorted(available):
-                    found = preemptor._victims_on_node(available[node_id], by_node.get(node_id, []))
+                for node_id in sorted(part.nodes):
+                    node = part.nodes[node_id]
+                    if not whole._usable(node):
+                        continue
+                    found = whole._victims_on_node(node.available, whole._candidates(node))
                     if found is not None and (found[1] or not nodes_tried):
                         oracle.append((found[0], node_id, [v.allocation_key for v in found[1]]))
                 oracle.sort(key=lambda c: (c[0], c[1]))
-                streamed = [(c.start_index, c.node_id, list(c.keys))
-                            for c in preemptor._sorted_checks(by_node, available, {})]
+                for fitting in (None, part.fitting_node_ids):
+                    streamed = [(c.start_index, c.node_id, list(c.keys))
+                                for c in preemptor_for(fitting)._sorted_checks({})]
+                    assert streamed == oracle, seed
+                fitting_seen = fitting_seen or any(c[0] == -1 for c in oracle)
                 assert streamed == oracle, seed
                 sizes.append(len(oracle))
         finally:
             w.close()
     assert sum(sizes) > 20 and max(sizes) > 3, sizes  # the oracle had nodes to order
+    assert fitting_seen, "no cluster had a node where the ask fits"

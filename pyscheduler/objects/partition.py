@@ -112,6 +112,7 @@ class Partition:
         self.root = Queue("root", None, events.queue, root_settings)
         self.root.graph_lock = self.lock
         self.nodes: dict[str, Node] = {}
+        self._sorted_node_ids: list[str] | None = None
         self.applications: dict[str, Application] = {}
         self.completed_applications: dict[str, Application] = {}
         self.rejected_applications: dict[str, Application] = {}
@@ -192,6 +193,7 @@ class Partition:
             node.add_listener(self._node_changed)
             self._node_changed(node)
             self.nodes[node_id] = node
+            self._sorted_node_ids = None
             self._set_total(self.total + node.total)
             self.events.node.added(node_id, node.total)
             self.role_histories.node_state(node_id, schedulable)
@@ -201,6 +203,20 @@ class Partition:
     def _node_changed(self, node: Node) -> None:
         # The node order is told of every change of a node's resources or state.
         self.node_ordering.upsert(node.node_id, node.total.view(), node.available.view(), node.schedulable)
+
+    def sorted_node_ids(self) -> list[str]:
+        """The node ids in order, kept between node additions and removals (do not change it)."""
+        if self._sorted_node_ids is None:
+            self._sorted_node_ids = sorted(self.nodes)
+        return self._sorted_node_ids
+
+    def fitting_node_ids(self, resource: Resource) -> Iterator[str]:
+        """The ids of the schedulable nodes whose free room holds ``resource``, reserved or not,
+        from the node index (no scan of the nodes when none fits)."""
+        cursor = self.node_ordering.first_fit(resource, skip_reserved=False)
+        while cursor is not None:
+            yield cursor[1]
+            cursor = self.node_ordering.first_fit(resource, after=cursor, skip_reserved=False)
 
     def set_node_sort_policy(self, policy: str, weights: dict[str, float]) -> None:
         with self.lock:
@@ -255,6 +271,7 @@ class Partition:
                 node.remove_allocation(alloc.allocation_key)
                 released.append(Released(alloc.application_id, alloc.allocation_key, STOPPED_BY_RM, "node removed"))
             del self.nodes[node_id]
+            self._sorted_node_ids = None
             self.role_histories.node_state(node_id, False)
             self.node_ordering.remove(node_id)
             self._set_total(self.total - node.total)

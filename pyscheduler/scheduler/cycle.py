@@ -252,10 +252,10 @@ class SchedulingCycle:
         partition.preemption_attempts += 1
         started = time.perf_counter()
         preemptor = GuaranteedPreemptor(
-            queue, ask, [partition.nodes[n] for n in sorted(partition.nodes)], nodes_tried=nodes_tried,
+            queue, ask, partition.nodes, partition.sorted_node_ids(), nodes_tried=nodes_tried,
             predicates=self.context.predicates_for(partition),
             preemption_predicates=self.context.preemption_predicates_for(partition),
-            reserved_by_others=reserved_by_others,
+            reserved_by_others=reserved_by_others, fitting=partition.fitting_node_ids,
         )
         outcome = preemptor.try_preemption()
         partition.preemption_latency.observe((time.perf_counter() - started) * 1e3)

@@ -31,14 +31,14 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from pyscheduler.common.resources import Resource
 from pyscheduler.scheduler.preemption.ordering import sort_for_node
 from pyscheduler.scheduler.preemption.snapshot import QueueSnapshot, not_negative, strictly_negative
-from pyscheduler.scheduler.preemption.victims import find_victims
+from pyscheduler.scheduler.preemption.victims import Victims
 from pyscheduler.si.callback import PredicatesFunc, PreemptionPredicatesFunc, check_predicates
 from pyscheduler.si.messages import PredicatesArgs, PreemptionPredicatesArgs
 
@@ -108,19 +108,31 @@ class _Check:
 
 
 class GuaranteedPreemptor:
-    def __init__(self, leaf: Queue, ask: Allocation, nodes: list[Node], *, nodes_tried: bool,
-                 predicates: PredicatesFunc | None, preemption_predicates: PreemptionPredicatesFunc | None,
-                 reserved_by_others: Callable[[Node], bool]) -> None:
+    """One attempt for one ask. ``nodes`` are the partition's nodes by id and ``sorted_ids``
+    their ids in order; ``fitting(resource)`` lists the ids of the schedulable nodes whose
+    free room holds ``resource`` (the partition's node index answers it without a scan;
+    None: the nodes are scanned)."""
+
+    def __init__(self, leaf: Queue, ask: Allocation, nodes: Mapping[str, Node], sorted_ids: Sequence[str], *,
+                 nodes_tried: bool, predicates: PredicatesFunc | None,
+                 preemption_predicates: PreemptionPredicatesFunc | None,
+                 reserved_by_others: Callable[[Node], bool],
+                 fitting: Callable[[Resource], Iterable[str]] | None = None) -> None:
         self.leaf = leaf
         self.ask = ask
         self.nodes = nodes
+        self.sorted_ids = sorted_ids
         self.nodes_tried = nodes_tried
         self.predicates = predicates
         self.preemption_predicates = preemption_predicates
         self.reserved_by_others = reserved_by_others
-        self.snapshots = find_victims(leaf, ask)
-        #: Victim key -> its queue's snapshot path.
-        self.queue_of: dict[str, str] = {a.allocation_key: s.path for s in self.snapshots.values() for a in s.victims}
+        self.fitting = fitting
+        self.victims = Victims(leaf, ask)
+        self.snapshots = self.victims.snapshots
+        #: Victim key -> its queue's snapshot path, for the victims looked at so far.
+        self.queue_of: dict[str, str] = {}
+        #: Free room of the nodes planned so far.
+        self.available: dict[str, Resource] = {}
 
     # -- the attempt -------------------------------------------------------------------------
 
@@ -128,64 +140,48 @@ class GuaranteedPreemptor:
         """The plan, or why there is none (an allocation log reason, or "" when no node works)."""
         if not self._queue_check():
             return PREEMPTION_GUARANTEES_CHECK_FAILED
-        by_node, available = self._working_state()
-        chosen = self._try_nodes(by_node, available)
+        chosen = self._try_nodes()
         if chosen is None:
             return ""
         node_id, victims = chosen
-        extra = self._additional_victims(victims)
-        if extra is None:
-            return ""
-        victims = victims + extra
-        if not victims:
-            return ""
+        if self._short_of_guarantee(victims):
+            return ""  # no additional victims can bring the ask's queue within its guarantee
         ask = self.ask.resource
-        fits_already = ask.fits_in(available[node_id])
-        final: list[Allocation] = []
-        total = Resource()
-        for victim in victims:
-            # Victims elsewhere only help when the chosen node takes the ask already.
-            if not fits_already and victim.node_id != node_id:
-                continue
-            if not ask.fits_in(total):
-                final.append(victim)
-            total = total + victim.resource
+        fits_already = ask.fits_in(self.available[node_id])
+        final, total = _trim(ask, victims, node_id, fits_already)
+        if fits_already or not ask.fits_in(total):
+            # The node's own victims do not cover the ask: YuniKorn's additional victims count.
+            extra, _ = self._additional_victims(victims)
+            if not victims and not extra:
+                return ""
+            final, total = _trim(ask, victims + extra, node_id, fits_already)
         if not ask.fits_in(total):
             return PREEMPTION_SHORTFALL
         return PreemptionPlan(node_id, tuple(final))
 
-    def _copies(self) -> dict[str, QueueSnapshot]:
-        copies: dict[str, QueueSnapshot] = {}
-        for snapshot in self.snapshots.values():
-            snapshot.duplicate(copies)
-        return copies
-
     def _queue_check(self) -> bool:
-        copies = self._copies()
-        ask_queue = copies.get(self.leaf.path)
-        if ask_queue is None:
-            return False
+        copies = _LazyCopies(self.snapshots)
+        ask_queue = copies.require(self.leaf.path)
         ask_queue.add_allocation(self.ask.resource)
-        for snapshot in list(copies.values()):
-            for victim in snapshot.victims:
-                snapshot.remove_allocation(victim.resource)
+        for eligible in self.victims.leaves:
+            queue = copies.require(eligible.snapshot.path)
+            for victim in self.victims.in_leaf(eligible):
+                queue.remove_allocation(victim.resource)
                 remaining = ask_queue.remaining_guaranteed()
                 if remaining is not None and not_negative(remaining):
                     return True
         return False
 
-    def _working_state(self) -> tuple[dict[str, list[Allocation]], dict[str, Resource]]:
-        by_node: dict[str, list[Allocation]] = {}
-        for snapshot in self.snapshots.values():
-            for victim in snapshot.victims:
-                by_node.setdefault(victim.node_id, []).append(victim)
-        available: dict[str, Resource] = {}
-        for node in self.nodes:
-            if not node.schedulable or self.reserved_by_others(node) or not node.fits_capacity(self.ask.resource):
-                by_node.pop(node.node_id, None)
-            else:
-                available[node.node_id] = node.available
-        return {node_id: sort_for_node(victims) for node_id, victims in by_node.items()}, available
+    def _usable(self, node: Node) -> bool:
+        return node.schedulable and not self.reserved_by_others(node) and node.fits_capacity(self.ask.resource)
+
+    def _candidates(self, node: Node) -> list[Allocation]:
+        """The node's victims in YuniKorn's per-node order (their queues noted)."""
+        found = []
+        for eligible, alloc in self.victims.on_node(node):
+            self.queue_of[alloc.allocation_key] = eligible.snapshot.path
+            found.append(alloc)
+        return sort_for_node(found)
 
     def _victims_on_node(self, available: Resource, candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
         """YuniKorn's calculateVictimsByNode: (start index, victims) or None for no use."""
@@ -232,12 +228,11 @@ class GuaranteedPreemptor:
             return None
         return index, results
 
-    def _try_nodes(self, by_node: dict[str, list[Allocation]],
-                   available: dict[str, Resource]) -> tuple[str, list[Allocation]] | None:
+    def _try_nodes(self) -> tuple[str, list[Allocation]] | None:
         """YuniKorn's tryNodes and checkPreemptionPredicates: the nodes' checks in (start index,
         node id) order, to the RM in batches (or the first one without the RM's hook)."""
         victims_by_node: dict[str, list[Allocation]] = {}
-        checks = self._sorted_checks(by_node, available, victims_by_node)
+        checks = self._sorted_checks(victims_by_node)
         best: tuple[int, str, int] | None = None
         if self.preemption_predicates is None:
             first = next(checks, None)
@@ -265,40 +260,86 @@ class GuaranteedPreemptor:
             return None
         return node_id, victims[:last + 1]
 
-    def _sorted_checks(self, by_node: dict[str, list[Allocation]], available: dict[str, Resource],
-                       victims_by_node: dict[str, list[Allocation]]) -> Iterator[_Check]:
-        """The checks YuniKorn would sort, yielded in that order while computing as few nodes'
-        plans as possible: a node's start index is at least its lower bound (the fewest of its
-        candidates, largest first, that cover its shortfall in every type), so nodes are planned
-        in (bound, id) order and a planned check is yielded once no unplanned node can precede
-        it. Each yielded node's victims go to ``victims_by_node``."""
+    def _fitting_now(self) -> list[tuple[int, str]]:
+        """(-1, id) of the usable nodes where the ask fits as they are, in id order."""
         ask = self.ask.resource
-        pending: list[tuple[int, str]] = []
-        for node_id, free in available.items():
-            candidates = by_node.get(node_id, [])
-            if ask.fits_in(free):
-                bound: int | None = -1
-            else:
-                bound = _start_index_bound(ask, free, candidates)
-            if bound is not None:
-                pending.append((bound, node_id))
-        pending.sort()
+        if self.fitting is not None:
+            ids: Iterable[str] = self.fitting(ask)
+        else:
+            ids = (node_id for node_id, node in self.nodes.items() if node.schedulable and ask.fits_in(node.available))
+        found = []
+        for node_id in ids:
+            node = self.nodes[node_id]
+            if self._usable(node) and ask.fits_in(node.available):
+                self.available[node_id] = node.available
+                found.append((-1, node_id))
+        found.sort()
+        return found
+
+    def _sorted_checks(self, victims_by_node: dict[str, list[Allocation]]) -> Iterator[_Check]:
+        """The checks YuniKorn would sort, yielded in that order while looking at as few nodes
+        as possible. Every node starts with a lower bound on its start index: -1 where the ask
+        fits as the node is (listed by ``fitting``), 0 elsewhere. Nodes are taken in (bound, id)
+        order; a node taken with bound 0 gets a better one (the fewest of its candidates,
+        largest first, that cover its shortfall in every type) and goes back if that is
+        higher; a node taken with its better bound is planned. A planned check is yielded once
+        no node left can precede it. Each yielded node's victims go to ``victims_by_node``."""
+        ask = self.ask.resource
+        fitting = self._fitting_now() if not self.nodes_tried else []
+        fitting_ids = {node_id for _, node_id in fitting}
+        fit_position = 0
+        ids = iter(self.sorted_ids)
+        next_id = next(ids, None)
+        refined: list[tuple[int, str]] = []
+        candidates_of: dict[str, list[Allocation]] = {}
         planned: list[tuple[int, str, list[Allocation]]] = []
-        position = 0
-        while position < len(pending) or planned:
-            while position < len(pending) and (not planned or pending[position] <= planned[0][:2]):
-                _, node_id = pending[position]
-                position += 1
-                found = self._victims_on_node(available[node_id], by_node.get(node_id, []))
-                if found is None:
-                    continue
-                index, victims = found
-                if victims or not self.nodes_tried:
-                    heapq.heappush(planned, (index, node_id, victims))
-            if planned:
+
+        def plan(node_id: str) -> None:
+            found = self._victims_on_node(self.available[node_id], candidates_of.pop(node_id, []))
+            if found is not None and (found[1] or not self.nodes_tried):
+                heapq.heappush(planned, (found[0], node_id, found[1]))
+
+        while True:
+            # The smallest key left among the three sources (fitting, refined, coarse ids).
+            key: tuple[int, str] | None = fitting[fit_position] if fit_position < len(fitting) else None
+            if refined and (key is None or refined[0] < key):
+                key = refined[0]
+            if next_id is not None and (key is None or (0, next_id) < key):
+                key = (0, next_id)
+            if key is None or (planned and key > planned[0][:2]):
+                if not planned:
+                    return
                 index, node_id, victims = heapq.heappop(planned)
                 victims_by_node[node_id] = victims
                 yield _Check(node_id, tuple(v.allocation_key for v in victims), index)
+                continue
+            bound, node_id = key
+            if fit_position < len(fitting) and key == fitting[fit_position]:
+                fit_position += 1
+                plan(node_id)
+            elif refined and key == refined[0]:
+                heapq.heappop(refined)
+                plan(node_id)
+            else:
+                next_id = next(ids, None)
+                if node_id in fitting_ids:
+                    continue
+                node = self.nodes[node_id]
+                if not self._usable(node):
+                    continue
+                free = node.available
+                if ask.fits_in(free):
+                    continue  # nodes already tried, or one the fitting list missed: not a preemption
+                candidates = self._candidates(node)
+                better = _start_index_bound(ask, free, candidates)
+                if better is None:
+                    continue
+                self.available[node_id] = free
+                candidates_of[node_id] = candidates
+                if better > 0:
+                    heapq.heappush(refined, (better, node_id))
+                else:
+                    plan(node_id)
 
     def _rm_check(self, check: _Check) -> int | None:
         """The index the RM says is enough (-1: no victim needed), or None when it refuses."""
@@ -324,9 +365,24 @@ class GuaranteedPreemptor:
             score |= _score(victim)
         return score + index + 1
 
-    def _additional_victims(self, chosen: list[Allocation]) -> list[Allocation] | None:
+    def _short_of_guarantee(self, chosen: list[Allocation]) -> bool:
+        """Whether the ask's queue, once the chosen victims are gone, is over its guarantee in
+        some type: then YuniKorn's additional victims never bring it within (each one they
+        take only lowers its remaining guarantee) and the attempt fails."""
+        copies = _LazyCopies(self.snapshots)
+        ask_queue = copies.require(self.leaf.path)
+        for victim in chosen:
+            queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
+            if queue is not None:
+                queue.remove_allocation(victim.resource)
+        remaining = ask_queue.remaining_guaranteed()
+        return remaining is not None and remaining.has_negative()
+
+    def _additional_victims(self, chosen: list[Allocation]) -> tuple[list[Allocation], bool]:
         """YuniKorn's calculateAdditionalVictims: victims from anywhere below the fence while
-        the ask's queue (with the ask) is not within its guarantee; None if it never gets there."""
+        the ask's queue stays within its guarantee, and whether it ends within it (YuniKorn
+        fails the attempt if not; :meth:`_short_of_guarantee` knows that beforehand). Reads every
+        victim below the fence: only needed when the chosen node's victims do not cover the ask."""
         copies = _LazyCopies(self.snapshots)
         ask_queue = copies.require(self.leaf.path)
         seen = set()
@@ -335,11 +391,15 @@ class GuaranteedPreemptor:
             if queue is not None:
                 queue.remove_allocation(victim.resource)
                 seen.add(victim.allocation_key)
-        candidates = [v for s in self.snapshots.values() for v in s.victims if v.allocation_key not in seen]
+        candidates = []
+        for eligible, victim in self.victims.every():
+            if victim.allocation_key not in seen:
+                self.queue_of[victim.allocation_key] = eligible.snapshot.path
+                candidates.append(victim)
         candidates.sort(key=lambda a: (_score(a), -a.create_time_ns))
         extra: list[Allocation] = []
         for victim in candidates:
-            queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
+            queue = copies.get(self.queue_of[victim.allocation_key])
             if queue is not None and _remove_if_over(queue, victim, strictly=False):
                 ask_before = ask_queue.remaining_guaranteed()
                 ask_queue.add_allocation(victim.resource)
@@ -350,10 +410,21 @@ class GuaranteedPreemptor:
                     extra.append(victim)
                 else:
                     _give_back(victim, ask_queue, queue)
-        final = ask_queue.remaining_guaranteed()
-        if final is not None and not_negative(final):
-            return extra
-        return None
+        return extra, not_negative(ask_queue.remaining_guaranteed())
+
+
+def _trim(ask: Resource, victims: list[Allocation], node_id: str, fits_already: bool) -> tuple[list[Allocation], Resource]:
+    """YuniKorn's final trim: victims (only the chosen node's unless the ask fits there already)
+    until they cover the ask; returns them and their total."""
+    final: list[Allocation] = []
+    total = Resource()
+    for victim in victims:
+        if not fits_already and victim.node_id != node_id:
+            continue
+        if not ask.fits_in(total):
+            final.append(victim)
+        total = total + victim.resource
+    return final, total
 
 
 class _LazyCopies:

@@ -14,13 +14,9 @@ its usage above its guarantee, only the types over it, bounded by the parent's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 from pyscheduler.common.resources import Resource
-
-if TYPE_CHECKING:
-    from pyscheduler.objects.allocation import Allocation
 
 __all__ = [
     "QueueSnapshot",
@@ -82,7 +78,7 @@ def strictly_negative(resource: Resource) -> bool:
 
 @dataclass(eq=False)
 class QueueSnapshot:
-    """One queue as a preemption attempt sees it (copies of its resources, its victims)."""
+    """One queue as a preemption attempt sees it (copies of its resources)."""
 
     path: str
     parent: QueueSnapshot | None
@@ -91,20 +87,18 @@ class QueueSnapshot:
     preempting: Resource
     maximum: Resource | None
     guaranteed: Resource | None
-    #: Allocations of a leaf that may be preempted for the ask.
-    victims: list[Allocation] = field(default_factory=list)
     #: The snapshot of the ask's leaf, for queues that compare themselves with it.
     ask_queue: QueueSnapshot | None = None
 
     def duplicate(self, copies: dict[str, QueueSnapshot]) -> QueueSnapshot:
-        """A copy (and of its parents), registered in ``copies`` by path; the victims list and
-        the ask queue are shared (neither is changed by the arithmetic)."""
+        """A copy (and of its parents), registered in ``copies`` by path; the ask queue is
+        shared (the arithmetic does not change it)."""
         existing = copies.get(self.path)
         if existing is not None:
             return existing
         parent = self.parent.duplicate(copies) if self.parent is not None else None
         copy = QueueSnapshot(self.path, parent, self.leaf, self.allocated, self.preempting, self.maximum,
-                             self.guaranteed, self.victims, self.ask_queue)
+                             self.guaranteed, self.ask_queue)
         copies[self.path] = copy
         return copy
 
