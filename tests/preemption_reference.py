@@ -1,14 +1,18 @@
 """The guaranteed-share preemptor as YuniKorn computes it, slowly: every node planned and the
-checks sorted, the additional victims always computed and their end state checked. The
-production preemptor (pyscheduler.scheduler.preemption.guaranteed) looks at as few nodes and
-victims as it can; this twin is its oracle (tests/test_preemption_oracle.py)."""
+checks sorted, the additional victims always computed and their end state checked; and the
+eligible victims found by walking every queue and reading every allocation
+(:func:`scan_victims`). The production preemptor (pyscheduler.scheduler.preemption) looks at as
+few queues, nodes and victims as it can; these twins are its oracle
+(tests/test_preemption_oracle.py)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 from pyscheduler.common.resources import Resource
+from pyscheduler.config.queue_preemption import PreemptionPolicy
 from pyscheduler.objects.allocation import Allocation
+from pyscheduler.objects.queue import Queue
 from pyscheduler.scheduler.preemption.guaranteed import (
     PREEMPTION_GUARANTEES_CHECK_FAILED,
     PREEMPTION_SHORTFALL,
@@ -16,6 +20,53 @@ from pyscheduler.scheduler.preemption.guaranteed import (
     PreemptionPlan,
     _Check,
 )
+from pyscheduler.scheduler.preemption.ordering import shares_a_type
+from pyscheduler.scheduler.preemption.snapshot import not_negative
+from pyscheduler.scheduler.preemption.victims import Victims, _snapshot_of, fence_root
+
+
+def scan_victims(leaf: Queue, ask: Allocation, victims: Victims) -> list[tuple[str, str]]:
+    """(leaf path, allocation key) of every eligible victim in YuniKorn's collection order,
+    found by a depth-first walk below the fence root reading every allocation (the rules of
+    pyscheduler.scheduler.preemption.victims, written out the straightforward way), with the
+    leaves' snapshots made in ``victims``' set."""
+    priorities: dict[str, int] = {}
+    fence = fence_root(leaf, ask, priorities)
+    found: list[tuple[str, str]] = []
+
+    def walk(queue: Queue, ask_priority: int, fenced: bool) -> None:
+        if queue.path == leaf.path:
+            return
+        if queue.is_leaf:
+            if queue.preemption_policy is PreemptionPolicy.DISABLED or not queue.applications:
+                return
+            remaining = _snapshot_of(queue, victims.snapshots, leaf.path).remaining_guaranteed()
+            if remaining is not None and not_negative(remaining):
+                return  # within its guarantee
+            for app_id in sorted(queue.applications):
+                allocations = queue.applications[app_id].allocations
+                for key in sorted(allocations):
+                    alloc = allocations[key]
+                    if (shares_a_type(ask.resource, alloc.resource) and not alloc.required_node and not alloc.preempted
+                            and (fenced or alloc.priority <= ask_priority)):
+                        found.append((queue.path, key))
+            return
+        for name in sorted(queue.children):
+            child = queue.children[name]
+            child_fenced = False
+            child_priority = priorities.get(child.path)
+            if child_priority is None:
+                if child.priority_fence:
+                    if child.priority_offset > ask_priority:
+                        continue
+                    child_fenced = True
+                    child_priority = ask_priority
+                else:
+                    child_priority = ask_priority - child.priority_offset
+            walk(child, child_priority, fenced or child_fenced)
+
+    walk(fence, priorities[fence.path], False)
+    return found
 
 
 class ReferencePreemptor(GuaranteedPreemptor):

@@ -270,7 +270,7 @@ def test_the_streamed_checks_are_yunikorn_s_sorted_checks() -> None:
             for nodes_tried in (False, True):
                 def preemptor_for(fitting: object) -> GuaranteedPreemptor:
                     return GuaranteedPreemptor(
-                        w.queue("root.starved"), ask, part.nodes, part.sorted_node_ids(), nodes_tried=nodes_tried,
+                        w.queue("root.starved"), ask, part.applications, part.nodes, part.sorted_node_ids(), nodes_tried=nodes_tried,
                         predicates=None, preemption_predicates=None, reserved_by_others=lambda node: False,
                         fitting=fitting)  # type: ignore[arg-type]
                 whole = preemptor_for(None)

@@ -17,7 +17,7 @@ from pyscheduler.objects.node import Node
 from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor, PreemptionPlan
 from pyscheduler.si import messages as si
 
-from preemption_reference import ReferencePreemptor
+from preemption_reference import ReferencePreemptor, scan_victims
 
 
 def _queues(rng: random.Random) -> tuple[str, list[str]]:
@@ -71,7 +71,7 @@ def _outcome(result: PreemptionPlan | str) -> object:
 
 
 def test_fast_and_reference_preemptors_decide_alike() -> None:
-    compared = plans = 0
+    compared = plans = victims_seen = 0
     KINDS: dict[str, int] = {}
     for seed in range(40):
         rng = random.Random(seed)
@@ -88,6 +88,7 @@ def test_fast_and_reference_preemptors_decide_alike() -> None:
                     w.add_app(app_id, leaf)
                     apps.append(app_id)
             key = 0
+            key_app: dict[str, str] = {}
             for node_id in sorted(part.nodes):
                 node = part.nodes[node_id]
                 while rng.random() > 0.05:
@@ -95,8 +96,10 @@ def test_fast_and_reference_preemptors_decide_alike() -> None:
                     if not size.fits_in(node.available):
                         break
                     key += 1
+                    app_id = rng.choice(apps)
+                    key_app[f"a{key:04d}"] = app_id
                     w.allocs(w.alloc_msg(
-                        f"a{key:04d}", rng.choice(apps), size, node_id=node_id, priority=rng.choice([0, 0, 1, 5, 10]),
+                        f"a{key:04d}", app_id, size, node_id=node_id, priority=rng.choice([0, 0, 1, 5, 10]),
                         originator=rng.random() < 0.1,
                         preemption_policy=si.PreemptionPolicy(allow_preempt_self=rng.random() < 0.8),
                         allocation_tags={"creationTime": str(1_600_000_000 + rng.randrange(50))}))
@@ -117,9 +120,20 @@ def test_fast_and_reference_preemptors_decide_alike() -> None:
                         def reserved_by_others(node: Node) -> bool:
                             return node.node_id in unusable
 
+                        # The lazy victims equal a walk reading every allocation, in order and per node.
+                        fast = GuaranteedPreemptor(queue, ask, part.applications, part.nodes, part.sorted_node_ids(),
+                                                   nodes_tried=nodes_tried, predicates=None, preemption_predicates=None,
+                                                   reserved_by_others=reserved_by_others)
+                        scanned = scan_victims(queue, ask, fast.victims)
+                        assert [(e.queue.path, a.allocation_key) for e, a in fast.victims.every()] == scanned
+                        for node_id in nodes:
+                            on_node = [(e.queue.path, a.allocation_key) for e, a in fast.victims.on_node(part.nodes[node_id])]
+                            assert on_node == [(path, key) for path, key in scanned
+                                               if part.applications[key_app[key]].allocations[key].node_id == node_id]
+                        victims_seen += len(scanned)
                         outcomes = []
                         for kind in (GuaranteedPreemptor, ReferencePreemptor):
-                            preemptor = kind(queue, ask, part.nodes, part.sorted_node_ids(), nodes_tried=nodes_tried,
+                            preemptor = kind(queue, ask, part.applications, part.nodes, part.sorted_node_ids(), nodes_tried=nodes_tried,
                                              predicates=None, preemption_predicates=rm,
                                              reserved_by_others=reserved_by_others,
                                              fitting=part.fitting_node_ids if kind is GuaranteedPreemptor else None)
@@ -134,3 +148,4 @@ def test_fast_and_reference_preemptors_decide_alike() -> None:
     assert compared == 40 * 4 * 4
     # The random clusters lead to plans and to every kind of failure.
     assert plans > 150 and len(KINDS) == 4, (plans, KINDS)
+    assert victims_seen > 10_000, victims_seen

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pyscheduler.common.gc_pause import collector_paused
 from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import Application
@@ -251,13 +252,16 @@ class SchedulingCycle:
 
         partition.preemption_attempts += 1
         started = time.perf_counter()
-        preemptor = GuaranteedPreemptor(
-            queue, ask, partition.nodes, partition.sorted_node_ids(), nodes_tried=nodes_tried,
-            predicates=self.context.predicates_for(partition),
-            preemption_predicates=self.context.preemption_predicates_for(partition),
-            reserved_by_others=reserved_by_others, fitting=partition.fitting_node_ids,
-        )
-        outcome = preemptor.try_preemption()
+        # A decision makes thousands of short-lived dicts: a collection meeting them would
+        # promote them and bring a full collection (the whole heap) closer.
+        with collector_paused():
+            preemptor = GuaranteedPreemptor(
+                queue, ask, partition.applications, partition.nodes, partition.sorted_node_ids(), nodes_tried=nodes_tried,
+                predicates=self.context.predicates_for(partition),
+                preemption_predicates=self.context.preemption_predicates_for(partition),
+                reserved_by_others=reserved_by_others, fitting=partition.fitting_node_ids,
+            )
+            outcome = preemptor.try_preemption()
         partition.preemption_latency.observe((time.perf_counter() - started) * 1e3)
         if isinstance(outcome, str):
             if outcome:

@@ -10,15 +10,20 @@ and ``objects/preemption.go``): a queue's *remaining guaranteed* is its guarante
 uses (allocated minus preempting), only for the guaranteed types, bounded by the parent's
 remaining; None when no queue on the path has a guarantee. A queue's *preemptable* resource is
 its usage above its guarantee, only the types over it, bounded by the parent's.
+
+**Plain dicts.** A decision runs this arithmetic a few hundred times per node it plans, so the
+snapshots hold quantities as plain ``dict[str, int]`` (a type missing is not the same as 0 here,
+as in YuniKorn) and the functions below build dicts, not :class:`Resource` objects. Python's
+integers do not overflow; results near the int64 limits are only compared, never stored.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pyscheduler.common.resources import Resource
-
 __all__ = [
+    "Quantities",
     "QueueSnapshot",
     "component_min",
     "component_min_only_existing",
@@ -28,51 +33,56 @@ __all__ = [
     "sub_only_existing",
 ]
 
+Quantities = dict[str, int]
 
-def sub_only_existing(left: Resource | None, right: Resource | None) -> Resource:
+
+def sub_only_existing(left: Mapping[str, int] | None, right: Mapping[str, int] | None) -> Quantities:
     """``left - right`` for the types of ``left`` only."""
     if left is None:
-        return Resource()
+        return {}
     if right is None:
-        return left
-    return Resource({k: v - right.get(k, 0) for k, v in left.items()})
+        return dict(left)
+    return {k: v - right.get(k, 0) for k, v in left.items()}
 
 
-def component_min(left: Resource | None, right: Resource | None) -> Resource | None:
+def component_min(left: Quantities | None, right: Quantities | None) -> Quantities | None:
     """Per type the smaller of two resources over the union of types, a missing type counting
     as 0; None when either is None (Go's ComponentWiseMin over nil)."""
     if left is None:
         return right
     if right is None:
         return left
-    keys = set(left) | set(right)
-    return Resource({k: min(left.get(k, 0), right.get(k, 0)) for k in keys})
+    merged = {k: min(v, right.get(k, 0)) for k, v in left.items()}
+    for k, v in right.items():
+        if k not in left:
+            merged[k] = min(v, 0)
+    return merged
 
 
-def component_min_only_existing(left: Resource, right: Resource | None) -> Resource:
+def component_min_only_existing(left: Quantities, right: Quantities | None) -> Quantities:
     """For the types of ``left``: the smaller of the two where ``right`` has the type."""
     if right is None:
         return left
-    return Resource({k: min(v, right[k]) if k in right else v for k, v in left.items()})
+    return {k: min(v, right[k]) if k in right else v for k, v in left.items()}
 
 
-def merge_if_not_present(left: Resource, right: Resource | None) -> Resource:
+def merge_if_not_present(left: Quantities, right: Quantities | None) -> Quantities:
     """``left``, plus the types of ``right`` that ``left`` does not have."""
     if right is None:
         return left
-    merged = dict(right.items())
-    merged.update(left.items())
-    return Resource(merged)
+    merged = dict(right)
+    merged.update(left)
+    return merged
 
 
-def not_negative(resource: Resource | None) -> bool:
+def not_negative(quantities: Mapping[str, int] | None) -> bool:
     """Every quantity >= 0 (YuniKorn's StrictlyGreaterThanOrEquals(r, Zero); None is zero)."""
-    return resource is None or all(v >= 0 for v in resource.values())
+    return quantities is None or all(v >= 0 for v in quantities.values())
 
 
-def strictly_negative(resource: Resource) -> bool:
+def strictly_negative(quantities: Mapping[str, int]) -> bool:
     """Below zero: no quantity above 0 and at least one below (Zero strictly greater)."""
-    values = list(resource.values())
+    values = quantities.values()
     return all(v <= 0 for v in values) and any(v < 0 for v in values)
 
 
@@ -83,12 +93,17 @@ class QueueSnapshot:
     path: str
     parent: QueueSnapshot | None
     leaf: bool
-    allocated: Resource
-    preempting: Resource
-    maximum: Resource | None
-    guaranteed: Resource | None
+    allocated: Quantities
+    preempting: Quantities
+    maximum: Quantities | None
+    guaranteed: Quantities | None
     #: The snapshot of the ask's leaf, for queues that compare themselves with it.
     ask_queue: QueueSnapshot | None = None
+    #: Whether this queue or an ancestor has a guarantee (set when made; none: no remaining).
+    guarantee_on_path: bool = False
+
+    def __post_init__(self) -> None:
+        self.guarantee_on_path = bool(self.guaranteed) or (self.parent is not None and self.parent.guarantee_on_path)
 
     def duplicate(self, copies: dict[str, QueueSnapshot]) -> QueueSnapshot:
         """A copy (and of its parents), registered in ``copies`` by path; the ask queue is
@@ -97,58 +112,66 @@ class QueueSnapshot:
         if existing is not None:
             return existing
         parent = self.parent.duplicate(copies) if self.parent is not None else None
-        copy = QueueSnapshot(self.path, parent, self.leaf, self.allocated, self.preempting, self.maximum,
+        copy = QueueSnapshot(self.path, parent, self.leaf, dict(self.allocated), self.preempting, self.maximum,
                              self.guaranteed, self.ask_queue)
         copies[self.path] = copy
         return copy
 
-    def add_allocation(self, resource: Resource) -> None:
+    def add_allocation(self, resource: Mapping[str, int]) -> None:
         snapshot: QueueSnapshot | None = self
         while snapshot is not None:
-            snapshot.allocated = snapshot.allocated + resource
+            allocated = snapshot.allocated
+            for k, v in resource.items():
+                allocated[k] = allocated.get(k, 0) + v
             snapshot = snapshot.parent
 
-    def remove_allocation(self, resource: Resource) -> None:
+    def remove_allocation(self, resource: Mapping[str, int]) -> None:
         snapshot: QueueSnapshot | None = self
         while snapshot is not None:
-            snapshot.allocated = snapshot.allocated - resource
+            allocated = snapshot.allocated
+            for k, v in resource.items():
+                allocated[k] = allocated.get(k, 0) - v
             snapshot = snapshot.parent
 
-    def used(self) -> Resource:
-        return sub_only_existing(self.allocated, self.preempting)
+    def used(self) -> Quantities:
+        preempting = self.preempting
+        if not preempting:
+            return self.allocated
+        return {k: v - preempting.get(k, 0) for k, v in self.allocated.items()}
 
-    def remaining_guaranteed(self) -> Resource | None:
+    def remaining_guaranteed(self) -> Quantities | None:
         """YuniKorn's GetRemainingGuaranteedResource (see the module doc). The ask's queue lets
         its own remaining take precedence over its ancestors'; a queue above the ask's queue
         that has a guarantee, while the ask's queue has one too, passes nothing down (so a
         sibling starving below its guarantee can find victims without a preemption loop)."""
+        if not self.guarantee_on_path:
+            return None  # what the walk up would find: no level has a guarantee
         parent = self.parent.remaining_guaranteed() if self.parent is not None else None
-        guaranteed = self.guaranteed or Resource()
-        if (parent is None or parent.is_empty()) and guaranteed.is_empty():
+        guaranteed = self.guaranteed or {}
+        if not parent and not guaranteed:
             return None
         remaining = sub_only_existing(guaranteed, self.used())
         ask = self.ask_queue
         if ask is not None:
-            if ask.path == self.path and not remaining.is_empty():
+            if ask.path == self.path and remaining:
                 return merge_if_not_present(remaining, parent)
-            ask_remaining = sub_only_existing(ask.guaranteed or Resource(), ask.used())
-            if not remaining.is_empty() and _is_prefix(ask.path, self.path) and not ask_remaining.is_empty():
+            if remaining and ask.path.startswith(self.path) and ask.guaranteed:
+                # Go's strings.HasPrefix, as YuniKorn compares queue paths here.
                 return None
         return component_min(remaining, parent)
 
-    def preemptable(self) -> Resource | None:
+    def preemptable(self) -> Quantities | None:
         """YuniKorn's GetPreemptableResource: usage above the guarantee, only the types over it,
         bounded by the parent's (for those types); None without usage."""
-        if self.allocated.is_empty():
+        if not self.allocated:
             return None
         parent = self.parent.preemptable() if self.parent is not None else None
-        over = sub_only_existing(self.used(), self.guaranteed)
-        positive = Resource({k: v for k, v in over.items() if v > 0})
-        if positive.is_empty():
+        guaranteed = self.guaranteed
+        used = self.used()
+        if guaranteed is None:
+            positive = {k: v for k, v in used.items() if v > 0}
+        else:
+            positive = {k: over for k, v in used.items() if (over := v - guaranteed.get(k, 0)) > 0}
+        if not positive:
             return positive
         return component_min_only_existing(positive, parent)
-
-
-def _is_prefix(path: str, prefix: str) -> bool:
-    """Go's strings.HasPrefix, as YuniKorn compares queue paths here."""
-    return path.startswith(prefix)

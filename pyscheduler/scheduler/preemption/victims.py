@@ -25,7 +25,7 @@ depth-first with children by name, applications by id, allocations by key.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -69,8 +69,10 @@ def _snapshot_of(queue: Queue, snapshots: dict[str, QueueSnapshot], ask_path: st
     if found is not None:
         return found
     parent = _snapshot_of(queue.parent, snapshots, ask_path) if queue.parent is not None else None
-    snapshot = QueueSnapshot(queue.path, parent, queue.is_leaf, queue.allocated, queue.preempting,
-                             queue.max_resource, queue.guaranteed, snapshots.get(ask_path))
+    maximum, guaranteed = queue.max_resource, queue.guaranteed
+    snapshot = QueueSnapshot(queue.path, parent, queue.is_leaf, queue.allocated.to_dict(), queue.preempting.to_dict(),
+                             None if maximum is None else maximum.to_dict(),
+                             None if guaranteed is None else guaranteed.to_dict(), snapshots.get(ask_path))
     snapshots[queue.path] = snapshot
     return snapshot
 
@@ -83,68 +85,102 @@ class EligibleLeaf:
     snapshot: QueueSnapshot
     #: None below a priority fence: any priority.
     max_priority: int | None
-    #: Position in the depth-first walk (the first key of the victims' order).
-    rank: int
+    #: The leaf's place in the depth-first walk (children by name): its path's names.
+    rank: tuple[str, ...]
 
 
 class Victims:
     """The eligible victims of one attempt (see the module doc) and the queue snapshots the
-    attempt plays with: ``snapshots`` holds the ask's leaf and its ancestors and every
-    eligible leaf with its ancestors."""
+    attempt plays with: ``snapshots`` holds the ask's leaf and its ancestors, and each leaf
+    found eligible with its ancestors. A leaf is judged when first met (from a node's
+    allocation or the depth-first walk), once per attempt."""
 
-    def __init__(self, leaf: Queue, ask: Allocation) -> None:
+    def __init__(self, leaf: Queue, ask: Allocation, applications: Mapping[str, Application]) -> None:
         self.ask = ask
         self.ask_path = leaf.path
-        priorities: dict[str, int] = {}
-        fence = fence_root(leaf, ask, priorities)
+        self.applications = applications
+        self._priorities: dict[str, int] = {}
+        self.fence = fence_root(leaf, ask, self._priorities)
         self.snapshots: dict[str, QueueSnapshot] = {}
         ask_snapshot = _snapshot_of(leaf, self.snapshots, self.ask_path)
         node = ask_snapshot
         while node.parent is not None:  # every queue on the ask's path but root knows the ask queue
             node.ask_queue = ask_snapshot
             node = node.parent
-        self.leaves: list[EligibleLeaf] = []
-        self._collect(fence, priorities, priorities[fence.path], False)
-        #: Application id -> (its eligible leaf, the application).
-        self._by_app: dict[str, tuple[EligibleLeaf, Application]] = {
-            app_id: (eligible, app) for eligible in self.leaves for app_id, app in eligible.queue.applications.items()}
+        #: Queue path -> (the ask's priority as seen there, below a priority fence), or None
+        #: when a priority fence above the ask's priority closes the subtree.
+        self._seen: dict[str, tuple[int, bool] | None] = {self.fence.path: (self._priorities[self.fence.path], False)}
+        #: Leaf path -> its eligibility, judged once.
+        self._judged: dict[str, EligibleLeaf | None] = {}
 
-    def _collect(self, queue: Queue, priorities: dict[str, int], ask_priority: int, fenced: bool) -> None:
-        if queue.path == self.ask_path:
-            return
-        if queue.is_leaf:
-            if queue.preemption_policy is PreemptionPolicy.DISABLED or not queue.applications:
-                return
-            snapshot = _snapshot_of(queue, self.snapshots, self.ask_path)
-            remaining = snapshot.remaining_guaranteed()
-            if remaining is not None and not_negative(remaining):
-                return  # within its guarantee
-            self.leaves.append(EligibleLeaf(queue, snapshot, None if fenced else ask_priority, len(self.leaves)))
-            return
-        for name in sorted(queue.children):
-            child = queue.children[name]
-            child_fenced = False
-            child_priority = priorities.get(child.path)
-            if child_priority is None:
+    @property
+    def leaves(self) -> Iterator[EligibleLeaf]:
+        """The eligible leaves below the fence root, depth-first with children by name."""
+        stack = [self.fence]
+        while stack:
+            queue = stack.pop()
+            if queue.is_leaf:
+                eligible = self._judge(queue)
+                if eligible is not None:
+                    yield eligible
+                continue
+            if self._seen_from(queue) is None:
+                continue
+            stack.extend(queue.children[name] for name in sorted(queue.children, reverse=True))
+
+    def _seen_from(self, queue: Queue) -> tuple[int, bool] | None:
+        """The ask's priority as ``queue`` sees it and whether a priority fence is above it
+        (None: not reachable, or closed by a fence); ``queue`` must be below the fence root."""
+        if queue.path in self._seen:
+            return self._seen[queue.path]
+        parent = queue.parent
+        above = self._seen_from(parent) if parent is not None else None
+        seen: tuple[int, bool] | None = None
+        if above is not None:
+            ask_priority, fenced = above
+            own = self._priorities.get(queue.path)
+            if own is not None:
+                seen = (own, fenced)
+            elif queue.priority_fence:
                 # A subtree other than the ask's: the priority as seen from inside it.
-                if child.priority_fence:
-                    if child.priority_offset > ask_priority:
-                        continue
-                    child_fenced = True
-                    child_priority = ask_priority
-                else:
-                    child_priority = ask_priority - child.priority_offset
-            self._collect(child, priorities, child_priority, fenced or child_fenced)
+                seen = None if queue.priority_offset > ask_priority else (ask_priority, True)
+            else:
+                seen = (ask_priority - queue.priority_offset, fenced)
+        self._seen[queue.path] = seen
+        return seen
+
+    def _below_fence(self, queue: Queue) -> bool:
+        fence_path = self.fence.path
+        return queue.path.startswith(fence_path + ".") or self.fence.parent is None
+
+    def _judge(self, queue: Queue) -> EligibleLeaf | None:
+        """The leaf's eligibility (see the module doc), judged once per attempt."""
+        path = queue.path
+        if path in self._judged:
+            return self._judged[path]
+        eligible: EligibleLeaf | None = None
+        if (path != self.ask_path and queue.preemption_policy is not PreemptionPolicy.DISABLED and queue.applications
+                and self._below_fence(queue)):
+            seen = self._seen_from(queue)
+            if seen is not None:
+                snapshot = _snapshot_of(queue, self.snapshots, self.ask_path)
+                remaining = snapshot.remaining_guaranteed()
+                if remaining is None or not not_negative(remaining):  # not within its guarantee
+                    priority, fenced = seen
+                    eligible = EligibleLeaf(queue, snapshot, None if fenced else priority, tuple(path.split(".")))
+        self._judged[path] = eligible
+        return eligible
 
     # -- questions ------------------------------------------------------------------------------
 
     def leaf_of(self, alloc: Allocation) -> EligibleLeaf | None:
         """The allocation's eligible leaf when it is a victim, else None."""
-        found = self._by_app.get(alloc.application_id)
-        if found is None:
+        app = self.applications.get(alloc.application_id)
+        if app is None or app.queue is None or app.allocations.get(alloc.allocation_key) is not alloc:
             return None
-        eligible, app = found
-        if app.allocations.get(alloc.allocation_key) is not alloc or not self._accepts(eligible, alloc):
+        queue = app.queue
+        eligible = self._judged[queue.path] if queue.path in self._judged else self._judge(queue)
+        if eligible is None or not self._accepts(eligible, alloc):
             return None
         return eligible
 

@@ -16,7 +16,8 @@
 //! Python keeps the node objects; the index keeps only what ordering and the fit filters need.
 
 use std::cmp::Ordering;
-use std::collections::{BTreeSet, BinaryHeap, HashMap};
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -79,6 +80,10 @@ pub struct NodeIndex {
     /// Nodes with nothing available (they fit no ask), kept out of the walk: with binpacking
     /// they would otherwise sit at the front and be skipped one by one for every ask.
     saturated: BTreeSet<(Score, Arc<str>)>,
+    /// Per resource type index, how many nodes have each available quantity. The largest is
+    /// an upper bound on what one node can take now, so an ask that fits no node (a full
+    /// cluster) is answered without walking the nodes.
+    available_counts: Vec<BTreeMap<i64, u32>>,
 }
 
 /// What a caller needs to check an ask against nodes: its positive quantities by type index,
@@ -145,6 +150,7 @@ impl NodeIndex {
             nodes: HashMap::new(),
             order: BTreeSet::new(),
             saturated: BTreeSet::new(),
+            available_counts: Vec::new(),
         };
         index.set_weights(weights);
         index
@@ -221,16 +227,53 @@ impl NodeIndex {
         let saturated = available.iter().all(|&v| v <= 0);
         if let Some((key, state)) = self.nodes.get_key_value(node_id).map(|(k, s)| (Arc::clone(k), s)) {
             let (old, was_saturated, reserved) = (state.score, is_saturated(&state.available), state.reserved);
+            let before = (state.available != available).then(|| state.available.clone());
             if old != score || was_saturated != saturated {
                 self.set_for(was_saturated).remove(&(old, Arc::clone(&key)));
                 self.set_for(saturated).insert((score, Arc::clone(&key)));
+            }
+            if let Some(before) = before {
+                self.count_available(&before, false);
+                self.count_available(&available, true);
             }
             self.nodes.insert(key, NodeState { total, available, schedulable, reserved, score });
             return;
         }
         let key: Arc<str> = Arc::from(node_id);
         self.set_for(saturated).insert((score, Arc::clone(&key)));
+        self.count_available(&available, true);
         self.nodes.insert(key, NodeState { total, available, schedulable, reserved: false, score });
+    }
+
+    fn count_available(&mut self, available: &[i64], add: bool) {
+        if self.available_counts.len() < available.len() {
+            self.available_counts.resize_with(available.len(), BTreeMap::new);
+        }
+        for (counts, &value) in self.available_counts.iter_mut().zip(available) {
+            match counts.entry(value) {
+                Entry::Occupied(mut entry) if !add => {
+                    if *entry.get() <= 1 {
+                        entry.remove();
+                    } else {
+                        *entry.get_mut() -= 1;
+                    }
+                }
+                Entry::Occupied(mut entry) => *entry.get_mut() += 1,
+                Entry::Vacant(entry) => {
+                    if add {
+                        entry.insert(1);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether some node could hold the demand now: each requested quantity is at most the
+    /// largest available of its type (a node without the type has 0, which fits no demand).
+    pub fn could_fit(&self, demand: &Demand) -> bool {
+        demand.0.iter().all(|&(t, v)| {
+            self.available_counts.get(t).and_then(|counts| counts.last_key_value()).is_some_and(|(&max, _)| max >= v)
+        })
     }
 
     fn set_for(&mut self, saturated: bool) -> &mut BTreeSet<(Score, Arc<str>)> {
@@ -246,6 +289,7 @@ impl NodeIndex {
             Some((key, state)) => {
                 let saturated = is_saturated(&state.available);
                 self.set_for(saturated).remove(&(state.score, key));
+                self.count_available(&state.available, false);
                 true
             }
             None => false,
@@ -305,6 +349,9 @@ impl NodeIndex {
     /// reserved (when `skip_reserved`), whose capacity can hold the demand and whose
     /// available resources fit it now. Walks the order without copying it.
     pub fn first_fit(&self, demand: &Demand, after: Option<&Cursor>, skip_reserved: bool) -> Option<Cursor> {
+        if !self.could_fit(demand) {
+            return None;
+        }
         let start = match after {
             Some((score, id)) => Bound::Excluded((*score, Arc::clone(id))),
             None => Bound::Unbounded,
@@ -377,6 +424,32 @@ mod tests {
 
     fn order(index: &NodeIndex) -> Vec<String> {
         index.ordered().into_iter().map(String::from).collect()
+    }
+
+    #[test]
+    fn a_demand_larger_than_every_node_s_available_is_answered_by_the_bounds() {
+        let mut idx = NodeIndex::new(SortPolicy::Fair, &[]);
+        node(&mut idx, "a", (100, 10), (0, 0));
+        node(&mut idx, "b", (100, 10), (50, 2));
+        node(&mut idx, "c", (100, 10), (5, 4));
+        let big = idx.demand(&[("vcore", 5)]);
+        assert!(!idx.could_fit(&big) && idx.first_fit(&big, None, true).is_none());
+        // Both types must fit somewhere, but not necessarily on one node: the walk decides.
+        let split = idx.demand(&[("memory", 40), ("vcore", 4)]);
+        assert!(idx.could_fit(&split) && idx.first_fit(&split, None, true).is_none());
+        node(&mut idx, "a", (100, 10), (60, 6));
+        assert_eq!(idx.first_fit(&big, None, true).map(|c| c.1.to_string()), Some("a".to_string()));
+        node(&mut idx, "a", (100, 10), (60, 3));
+        assert!(!idx.could_fit(&big));
+        assert!(idx.remove("b") && idx.remove("c"));
+        let two = idx.demand(&[("vcore", 3)]);
+        assert!(idx.could_fit(&two));
+        assert!(idx.remove("a") && !idx.could_fit(&two));
+        // A type no node has yet, and types added after a node was indexed.
+        let unknown = idx.demand(&[("gpu", 1)]);
+        assert!(!idx.could_fit(&unknown));
+        idx.upsert("g", &[("gpu", 2)], &[("gpu", 1)], true);
+        assert!(idx.could_fit(&unknown) && !idx.could_fit(&two));
     }
 
     #[test]
