@@ -9,10 +9,11 @@ Subcommands:
   the ``pyscheduler-web`` package (``pip install 'pyscheduler[web]'``), exit 1 without it.
   An unreadable configuration or an ``--rm`` module that does not exist exits 2, an invalid
   configuration 1; otherwise it serves until SIGINT/SIGTERM (exit 0).
-- ``pyscheduler simulate [WORKLOAD_FILE] [options]``: play a workload against the core with a
-  simulated RM; progress bar on standard error, summary on standard output (exit 0). A
-  workload file that cannot be read exits 2, an invalid one 1 (the error names the key), a
-  run that did not finish 3. The file format is in ``docs/simulator.md``.
+- ``pyscheduler simulate [WORKLOAD_FILE] [--preset NAME] [options]``: play a workload against
+  the core with a simulated RM; progress bar on standard error, summary on standard output
+  (exit 0). A workload file that cannot be read exits 2, an invalid one 1 (the error names the
+  key), a run that did not finish 3. ``--preset preemption`` is a late tenant with a guarantee
+  on a full cluster, run with preemption on and off. The file format is in ``docs/simulator.md``.
 - ``pyscheduler validate-conf FILE``: check a ``queues.yaml`` (``-`` reads standard input);
   prints ``valid`` and the checksum (exit 0), or every error on standard error (exit 1);
   a file that cannot be read exits 2.
@@ -49,18 +50,29 @@ def _bench(rest: list[str]) -> int:
 
 def _simulate(rest: list[str]) -> int:
     """``simulate [WORKLOAD_FILE]``: run a workload with the simulated RM and summarise it."""
+    from pyscheduler.sim.workload import PRESETS
+
     parser = argparse.ArgumentParser(
         prog="pyscheduler simulate",
         description="Play a seeded workload against the scheduler core with a simulated RM (nodes, "
         "applications, asks, releases after each allocation's run time) and print a summary: allocations, "
         "throughput, latency percentiles and utilisation per node sort policy. A workload with services (roles "
         "stopped and started again) runs each policy with role history and without, and reports how many "
-        "instances came back to a node their role used before. Progress goes to standard "
+        "instances came back to a node their role used before. A workload with a late tenant (a queue with a "
+        "guarantee arriving on a busy cluster, e.g. --preset preemption) runs each policy with preemption on and "
+        "off, and reports how long the tenant took to reach its guarantee, the allocations preempted and the work "
+        "they lost. Progress goes to standard "
         "error, the summary to standard output. The workload file format is in docs/simulator.md.",
     )
     parser.add_argument(
         "workload", nargs="?", metavar="WORKLOAD_FILE",
-        help="a YAML or JSON workload file (default: the built-in workload)",
+        help="a YAML or JSON workload file (default: the built-in workload, or the preset); with --preset, the "
+        "file's keys replace the preset's",
+    )
+    parser.add_argument(
+        "--preset", choices=sorted(PRESETS),
+        help="start from a named workload instead of the built-in one; 'preemption': tenant A fills the cluster "
+        "with long tasks, tenant B with a guarantee arrives at 60 s",
     )
     parser.add_argument("--seed", type=int, help="override the workload's seed")
     parser.add_argument(
@@ -95,11 +107,12 @@ def _simulate(rest: list[str]) -> int:
     import dataclasses
     import json
 
-    from pyscheduler.sim import ProgressBar, WorkloadError, WorkloadSpec, format_summaries, run_simulation
-    from pyscheduler.sim.runner import describe_workload
+    from pyscheduler.sim import ProgressBar, WorkloadError, WorkloadSpec, format_summaries, plan_runs, run_simulation
+    from pyscheduler.sim.runner import describe_workload, run_label
 
+    base = PRESETS[args.preset] if args.preset else WorkloadSpec()
     try:
-        spec = WorkloadSpec.from_file(args.workload) if args.workload else WorkloadSpec()
+        spec = WorkloadSpec.from_file(args.workload, base) if args.workload else base
         if args.seed is not None:
             spec = dataclasses.replace(spec, seed=args.seed)
     except OSError as exc:
@@ -114,21 +127,20 @@ def _simulate(rest: list[str]) -> int:
     print()
     summaries = []
     # With services, each policy runs with role history and without it (their return-to-node
-    # fractions side by side).
-    runs = [(policy, history) for policy in policies for history in ((True, False) if spec.services.count else (True,))]
-    for policy, history in runs:
-        label = policy if history else f"{policy}, no role history"
-        bar = None if args.no_progress else ProgressBar(f"{label:<10}")
+    # fractions side by side); with a late tenant, with preemption on and off.
+    for run in plan_runs(spec, policies):
+        bar = None if args.no_progress else ProgressBar(f"{run_label(spec, run):<10}")
         try:
             summary = run_simulation(
                 plan,
-                policy=policy,
+                policy=run.policy,
                 mode=args.mode,
                 native_node_ordering=not args.python_ordering,
                 speed=args.speed,
                 timeout=args.timeout,
                 progress=bar,
-                role_history=history,
+                role_history=run.role_history,
+                preemption=run.preemption,
             )
         finally:
             if bar is not None:

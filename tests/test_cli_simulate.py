@@ -103,3 +103,65 @@ def test_services_run_with_and_without_role_history(tmp_path: Path) -> None:
     summaries = json.loads(out.read_text(encoding="utf-8"))["summaries"]
     assert [(s["policy"], s["role_history"]) for s in summaries] == [("fair", True), ("fair", False)]
     assert summaries[0]["services"] == {"instances": 10, "back": 10, "random_expected": summaries[0]["services"]["random_expected"]}
+
+
+def _row(stdout: str, name: str) -> list[str]:
+    """The cells of the summary table's row ``name`` (one per run)."""
+    for line in stdout.splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
+        if cells[0] == name:
+            return cells[1:]
+    raise AssertionError(f"no row {name!r} in:\n{stdout}")
+
+
+def test_preemption_preset_runs_with_preemption_on_and_off(tmp_path: Path) -> None:
+    out = tmp_path / "out.json"
+    done = simulate("--preset", "preemption", "--policy", "fair", "--no-progress", "--json", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "late tenant: 2 application(s) of 8 asks" in done.stdout and "guaranteed 32 GiB / 16 cores" in done.stdout
+    assert _row(done.stdout, "") == ["fair, preemption on", "fair, preemption off"]
+    # On: tenant B (16 cores guaranteed, arriving at 60 s) preempts 16 of A's one-core tasks as
+    # soon as its 5 s delay has passed; they had run 65 s each. Off: it waits for A's tasks to end.
+    assert _row(done.stdout, "late tenant: time to its guarantee") == ["5.00 s", "234 s"]
+    assert _row(done.stdout, "preempted allocations") == ["16", "0"]
+    assert _row(done.stdout, "work lost (vcore-s / memory GiB-s)") == ["1,040 / 2,080", "0 / 0"]
+    assert _row(done.stdout, "allocations") == ["132 for 116 asks (16 re-runs)", "116 of 116 asks"]
+    on, off = json.loads(out.read_text(encoding="utf-8"))["summaries"]
+    assert (on["preemption"], off["preemption"]) == (True, False)
+    assert 5.0 <= on["late_tenant"]["time_to_guarantee"] < 5.1
+    assert off["late_tenant"]["time_to_guarantee"] > 200
+    assert (on["preempted"], on["reruns"], off["preempted"]) == (16, 16, 0)
+    assert 16 * 64.9 < on["work_lost"]["vcore_seconds"] <= 16 * 65.01
+    assert on["work_lost"]["memory_gib_seconds"] == 2 * on["work_lost"]["vcore_seconds"]
+    assert off["work_lost"] == {"vcore_seconds": 0.0, "memory_gib_seconds": 0.0}
+    assert on["completed"] and off["completed"]
+
+
+LATE_TENANT = """\
+seed: 1
+nodes: {count: 1, memory: 8Gi, vcore: 4}
+queues: [a]
+applications: {count: 2, asks: 3, memory: 1Gi, vcore: 1, priority: 0, run_time: [50, 100]}
+arrival: {pattern: burst}
+late_tenant: {count: 1, queue: b, guaranteed: {vcore: 2}, start: 10, asks: 2, memory: 1Gi, vcore: 1,
+              run_time: 1, preemption_delay: 3s}
+"""
+
+
+def test_late_tenant_file_without_preemption_never_reaches_its_guarantee(tmp_path: Path) -> None:
+    # B's two 1 s tasks, without preemption, run one after the other as A's tasks end.
+    workload = tmp_path / "late.yaml"
+    workload.write_text(LATE_TENANT, encoding="utf-8")
+    done = simulate(str(workload), "--policy", "binpacking", "--no-progress")
+    assert done.returncode == 0, done.stderr
+    assert _row(done.stdout, "") == ["binpacking, preemption on", "binpacking, preemption off"]
+    assert _row(done.stdout, "late tenant: time to its guarantee") == ["3.00 s", "never within the run"]
+    assert _row(done.stdout, "preempted allocations") == ["2", "0"]
+    assert _row(done.stdout, "work lost (vcore-s / memory GiB-s)") == ["26 / 26", "0 / 0"]
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(LATE_TENANT.replace("guaranteed: {vcore: 2}", "guaranteed: {vcore: 3}"), encoding="utf-8")
+    done = simulate(str(broken), "--no-progress")
+    assert done.returncode == 1
+    assert "broken.yaml: late_tenant.guaranteed: more than all the tenant's asks together" in done.stderr

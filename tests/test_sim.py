@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 
+from pyscheduler.si import messages as si
 from pyscheduler.sim import (
+    PRESETS,
     IntRange,
     ProgressBar,
     SimulatedRM,
     WorkloadError,
     WorkloadSpec,
+    format_summaries,
     percentile,
     run_policies,
     run_simulation,
@@ -270,3 +273,151 @@ def test_role_history_brings_service_instances_back_and_anywhere_does_not() -> N
     assert on.services.fraction == 1.0
     assert off.services.fraction < 0.9
     assert 0 < on.services.random_expected < 0.5
+
+
+# -- a late tenant with a guarantee (preemption) --------------------------------------------------
+
+#: Tenant A (root.a) fills 8 cores at time 0 with twelve one-core tasks of 100 s (8 run, 4 wait);
+#: tenant B (root.b, guaranteed 2 cores, preemption.delay 3 s) asks for 2 one-core tasks at 10 s.
+LATE = {
+    "seed": 1,
+    "nodes": {"count": 2, "memory": "8Gi", "vcore": 4},
+    "queues": ["a"],
+    "applications": {"count": 2, "asks": 6, "memory": "1Gi", "vcore": 1, "priority": 0, "run_time": 100},
+    "arrival": {"pattern": "burst"},
+    "late_tenant": {"count": 1, "queue": "b", "guaranteed": {"vcore": 2}, "start": 10, "asks": 2,
+                    "memory": "1Gi", "vcore": 1, "run_time": 20, "preemption_delay": "3s"},
+}
+
+
+def test_the_late_tenant_is_planned_without_touching_the_batch_workload() -> None:
+    spec = WorkloadSpec.from_mapping(LATE)
+    plan = spec.generate()
+    late = [app for app in plan.apps if app.may_preempt]
+    assert [(a.app_id, a.queue, a.arrival) for a in late] == [("late-000", "root.b", 10.0)]
+    assert [a.key for a in late[0].asks] == ["late-000-ask-0000", "late-000-ask-0001"]
+    batch = {key: value for key, value in LATE.items() if key != "late_tenant"}
+    assert plan.apps[:-1] == WorkloadSpec.from_mapping(batch).generate().apps
+    assert WorkloadSpec.from_mapping(spec.to_mapping()) == spec
+    assert spec.late_tenant.preemption_delay == 3.0
+    assert (spec.late_tenant.guaranteed_memory, spec.late_tenant.guaranteed_vcore) == (0, 2000)
+    config = json.loads(spec.queues_yaml("fair", preemption=False))["partitions"][0]
+    assert config["preemption"] == {"enabled": False}
+    assert config["queues"][0]["queues"][1] == {
+        "name": "b", "resources": {"guaranteed": {"vcore": "2000m"}}, "properties": {"preemption.delay": "3000ms"}}
+
+
+def test_a_file_over_a_preset_changes_only_its_keys() -> None:
+    preset = PRESETS["preemption"]
+    assert WorkloadSpec.from_mapping({}, preset) == preset
+    assert WorkloadSpec.from_mapping(preset.to_mapping()) == preset
+    changed = WorkloadSpec.from_mapping({"seed": 9, "late_tenant": {"preemption_delay": 20}}, preset)
+    assert changed == dataclasses.replace(
+        preset, seed=9, late_tenant=dataclasses.replace(preset.late_tenant, preemption_delay=20.0))
+
+
+@pytest.mark.parametrize(("late", "message"), [
+    ({"count": -1}, "late_tenant.count"),
+    ({"asks": 0}, "late_tenant.asks"),
+    ({"vcore": 5}, "an ask does not fit a node"),
+    ({"guaranteed": {}}, "late_tenant.guaranteed: needs memory or vcore"),
+    ({"guaranteed": {"vcore": 3}}, "more than all the tenant's asks together"),
+    ({"guaranteed": {"cpu": 1}}, "unknown key 'cpu'"),
+    ({"preemption_delay": 0}, "late_tenant.preemption_delay: must be above zero"),
+    ({"preemption_delay": "soon"}, "expected seconds or a duration"),
+    ({"queue": "a"}, "late_tenant.queue: 'root.a' must be a leaf queue of its own"),
+    ({"surprise": 1}, "unknown key 'surprise'"),
+])
+def test_invalid_late_tenants_name_the_problem(late: dict[str, object], message: str) -> None:
+    with pytest.raises(WorkloadError, match=message):
+        WorkloadSpec.from_mapping({**LATE, "late_tenant": {**LATE["late_tenant"], **late}})  # type: ignore[dict-item]
+
+
+def _sent_releases(rm: SimulatedRM) -> list[si.AllocationRelease]:
+    """Spies on what the RM sends the core: every release, in order."""
+    sent: list[si.AllocationRelease] = []
+    forward = rm.proxy.update_allocation
+
+    def spy(request: si.AllocationRequest) -> None:
+        if request.releases is not None:
+            sent.extend(request.releases.allocations_to_release)
+        forward(request)
+
+    rm.proxy.update_allocation = spy  # type: ignore[method-assign]
+    return sent
+
+
+def test_the_rm_kills_confirms_and_resubmits_each_victim() -> None:
+    plan = WorkloadSpec.from_mapping(LATE).generate()
+    rm = SimulatedRM(plan, policy="fair", preemption=True)
+    sent = _sent_releases(rm)
+    record = rm.run(timeout=30)
+    assert record.completed and record.problems == []
+    # B's two asks preempt one of A's tasks each once their 3 s delay has passed (at 13 s).
+    assert record.preempted == 2 and record.rerun_allocations == 2
+    confirmed = [r for r in sent if r.termination_type == si.TerminationType.PREEMPTED_BY_SCHEDULER]
+    assert len(confirmed) == 2 and all(r.application_id.startswith("app-") for r in confirmed)
+    assert record.allocations == plan.total_asks + 2
+    assert record.releases_confirmed == plan.total_asks and record.released_by_core == 0
+    # Each victim had run from about 0 to 13 s: 1 core and 1 GiB each.
+    assert 25.9 < record.lost_vcore_seconds / 1000 <= 26.01
+    assert 25.9 < record.lost_memory_seconds / GIB <= 26.01
+    assert record.late_tenant_start == 10.0
+    assert record.guarantee_reached is not None and 13.0 <= record.guarantee_reached < 13.1
+    # The core agrees: the victims were removed (confirmed), every application is gone.
+    partition = next(iter(rm.context.partitions.values()))
+    assert partition.preemption_victims == 2
+    assert partition.applications == {}
+    assert all(not node.allocations for node in partition.nodes.values())
+
+
+def test_without_preemption_the_late_tenant_waits_for_the_first_releases() -> None:
+    on, off = run_policies(WorkloadSpec.from_mapping(LATE), ("fair",))
+    assert (on.label, off.label) == ("fair, preemption on", "fair, preemption off")
+    assert on.late_tenant is not None and off.late_tenant is not None
+    assert on.late_tenant.time_to_guarantee is not None and 3.0 <= on.late_tenant.time_to_guarantee < 3.1
+    # A's first tasks end at 100 s: B, at 10 s, waits 90 s.
+    assert off.late_tenant.time_to_guarantee is not None and 89.9 < off.late_tenant.time_to_guarantee < 90.1
+    assert (on.preempted, off.preempted) == (2, 0)
+    assert off.work_lost.vcore_seconds == off.work_lost.memory_gib_seconds == 0.0
+    assert off.allocations == off.asks and on.allocations == on.asks + on.reruns == on.asks + 2
+    assert on.completed and off.completed and on.apps_completed == off.apps_completed == 3
+
+
+def test_a_longer_preemption_delay_makes_the_tenant_wait_longer() -> None:
+    spec = WorkloadSpec.from_mapping({"late_tenant": {"preemption_delay": "20s"}}, PRESETS["preemption"])
+    summary = run_simulation(spec, policy="binpacking", preemption=True)
+    assert summary.late_tenant is not None and summary.late_tenant.time_to_guarantee is not None
+    assert 20.0 <= summary.late_tenant.time_to_guarantee < 20.1
+    # 16 victims (one core, 2 GiB each) that had run from about 0 to 80 s.
+    assert summary.preempted == 16
+    assert 16 * 79.9 < summary.work_lost.vcore_seconds <= 16 * 80.01
+    assert summary.work_lost.memory_gib_seconds == pytest.approx(2 * summary.work_lost.vcore_seconds)
+
+
+def test_a_guarantee_never_reached_within_the_run() -> None:
+    # B's two tasks run 1 s each and arrive when A holds the cluster for 100 s: without
+    # preemption the first one ends before the second starts, so B never holds 2 cores at once.
+    late = {**LATE["late_tenant"], "run_time": 1}  # type: ignore[dict-item]
+    nodes = {"count": 1, "memory": "8Gi", "vcore": 4}
+    spec = WorkloadSpec.from_mapping({**LATE, "nodes": nodes, "applications": {
+        **LATE["applications"], "asks": 3, "run_time": [50, 100]}, "late_tenant": late})  # type: ignore[dict-item]
+    off = run_simulation(spec, policy="fair", preemption=False)
+    assert off.completed and off.late_tenant is not None
+    assert off.late_tenant.time_to_guarantee is None
+    assert "never within the run" in format_summaries([off])
+
+
+def test_threaded_run_preempts_through_the_scheduling_thread() -> None:
+    # A's tasks run 30 s; B arrives at 5 s with a 1 s delay.
+    applications = {**LATE["applications"], "run_time": 30}  # type: ignore[dict-item]
+    late = {**LATE["late_tenant"], "start": 5, "preemption_delay": 1}  # type: ignore[dict-item]
+    spec = WorkloadSpec.from_mapping({**LATE, "applications": applications, "late_tenant": late})
+    rm = SimulatedRM(spec.generate(), policy="fair", mode="threaded", speed=100.0, preemption=True)
+    record = rm.run(timeout=30)
+    assert record.completed, record.problems
+    assert record.preempted >= 1 and record.late_tenant_start is not None and record.guarantee_reached is not None
+    # Without preemption B would wait for A's tasks to end, 25 s after it arrived.
+    assert record.guarantee_reached - record.late_tenant_start < 15.0
+    partition = next(iter(rm.context.partitions.values()))
+    assert partition.applications == {}

@@ -1,14 +1,17 @@
 """The simulator: a simulated RM that plays a seeded workload against the core.
 
 - :mod:`~pyscheduler.sim.workload`: :class:`WorkloadSpec` (what to simulate; read from a
-  YAML/JSON file or a mapping) and its deterministic generation into a :class:`Workload`.
+  YAML/JSON file or a mapping, over a named preset of :data:`PRESETS` if wanted) and its
+  deterministic generation into a :class:`Workload`; :class:`LateTenantSpec`, a tenant with a
+  guarantee arriving on a busy cluster (preemption's workload).
 - :mod:`~pyscheduler.sim.rm`: :class:`SimulatedRM`, an RM that registers, creates the nodes,
   submits applications and asks as they arrive and releases allocations after their run time,
   in lockstep with the scheduling cycle (exactly repeatable) or against the real scheduling
-  thread.
+  thread; it kills, confirms and resubmits the allocations the core preempts.
 - :mod:`~pyscheduler.sim.runner`: :func:`run_simulation` / :func:`run_policies` run a workload to
   completion and return :class:`SimulationSummary` (allocations, throughput, latency
-  percentiles, utilisation, completed applications).
+  percentiles, utilisation, completed applications; allocations preempted, work lost and the
+  late tenant's time to its guarantee); :func:`plan_runs` lists the runs a workload calls for.
 
 ``pyscheduler simulate`` is the command-line front end; ``docs/simulator.md`` documents the
 workload file format.
@@ -17,21 +20,27 @@ workload file format.
 from pyscheduler.sim.rm import MODES, ScaledClock, SimMode, SimulatedRM, SimulationRecord
 from pyscheduler.sim.runner import (
     LatencySummary,
+    LateTenantSummary,
     ProgressBar,
+    RunVariant,
     SimulationSummary,
     UtilisationSummary,
+    WorkLost,
     format_summaries,
     percentile,
+    plan_runs,
     run_policies,
     run_simulation,
     summarise,
 )
 from pyscheduler.sim.workload import (
     ARRIVAL_PATTERNS,
+    PRESETS,
     AppPlan,
     AskPlan,
     FloatRange,
     IntRange,
+    LateTenantSpec,
     Workload,
     WorkloadError,
     WorkloadSpec,
@@ -44,6 +53,8 @@ __all__ = [
     "AskPlan",
     "FloatRange",
     "IntRange",
+    "LateTenantSpec",
+    "PRESETS",
     "Workload",
     "WorkloadError",
     "WorkloadSpec",
@@ -55,11 +66,15 @@ __all__ = [
     "SimulationRecord",
     # runner
     "LatencySummary",
+    "LateTenantSummary",
     "ProgressBar",
+    "RunVariant",
     "SimulationSummary",
     "UtilisationSummary",
+    "WorkLost",
     "format_summaries",
     "percentile",
+    "plan_runs",
     "run_policies",
     "run_simulation",
     "summarise",

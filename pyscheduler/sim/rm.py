@@ -21,9 +21,22 @@ reservation delay and application timers all follow it). Two ways to run:
   minutes runs in seconds. This is how the core runs in production (the RM's calls and the
   loop interleave); latencies then include the scheduler's real speed, scaled.
 
+Preemption: when the core releases an allocation with termination type
+``PREEMPTED_BY_SCHEDULER``, the RM acts as a shim does: the task is killed at once (it stops
+using its node; the work it did is lost), the RM confirms the release to the core with the
+same termination type, and the task is submitted again as a new ask of its application
+(``<key>-rerun-<n>``, the same size, priority and full run time), as a job controller
+replaces a killed pod. The late tenant's asks may preempt others; the RM wakes the core once
+their ``preemption.delay`` has passed, then every simulated second while one of them waits:
+in lockstep mode the clock's jumps then do not skip the moment preemption may start, and in
+threaded mode the scheduling thread does not wait for its idle poll (100 ms of real time,
+``--speed`` times longer in simulated time).
+
 Recorded: per allocation, the latency from the ask's submission to the allocation's arrival
 in the callback (simulated seconds), and the allocated memory, vcore and nodes in use
-integrated over simulated time (utilisation).
+integrated over simulated time (utilisation); per victim of preemption, its resources times
+the time it had run (the work lost); when the late tenant's running allocations first reach
+its queue's guarantee.
 """
 
 from __future__ import annotations
@@ -43,7 +56,7 @@ from pyscheduler.si import messages as si
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.scheduler.context import ClusterContext
 from pyscheduler.scheduler.loop import Scheduler
-from pyscheduler.sim.workload import AppPlan, Workload
+from pyscheduler.sim.workload import AppPlan, AskPlan, Workload
 
 __all__ = ["MODES", "ProgressFunc", "ScaledClock", "SimMode", "SimulatedRM", "SimulationRecord"]
 
@@ -61,9 +74,37 @@ USER: Final = "sim-user"
 # Heap event kinds. At equal times a release goes first: the freed space is then visible to
 # the asks that arrive at the same instant (and the order is fixed, for repeatable runs).
 _RELEASE: Final = 0
-_SUBMIT: Final = 1
-#: A release's (application id, allocation key), or a submission's plan.
-_Payload = tuple[str, str] | AppPlan
+#: A victim of preemption was killed: confirm the release to the core, submit the task again.
+_PREEMPTED: Final = 1
+_SUBMIT: Final = 2
+#: Nothing to send: wakes the core when a preemption delay has passed (in lockstep, keeps the
+#: clock from jumping past it).
+_WAKE: Final = 3
+#: A release's or a victim's (application id, allocation key), a submission's plan, or None
+#: for a wake.
+_Payload = tuple[str, str] | AppPlan | None
+
+#: The late tenant's asks are woken this long after their preemption delay (the manual
+#: clock's nanoseconds may trail its seconds by a few rounding errors) ...
+_WAKE_MARGIN: Final = 0.001
+#: ... then every this many simulated seconds while one of them waits (preemption re-checks an
+#: ask at most every 15 s: this sees it within a second).
+_WAKE_INTERVAL: Final = 1.0
+
+
+#: The late tenant's asks: they may preempt others, and opt in as victims themselves.
+_MAY_PREEMPT: Final = si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True)
+
+
+def _release(app_id: str, key: str, termination: si.TerminationType, message: str) -> si.AllocationRelease:
+    """The RM's release of one allocation."""
+    return si.AllocationRelease(
+        partition_name="default",
+        application_id=app_id,
+        termination_type=termination,
+        message=message,
+        allocation_key=key,
+    )
 
 
 class ScaledClock:
@@ -102,8 +143,25 @@ class SimulationRecord:
     allocations: int = 0
     #: Releases the RM sent that the core confirmed (STOPPED_BY_RM echo).
     releases_confirmed: int = 0
-    #: Allocations the core ended itself (preemption, node removal): not expected here.
+    #: Allocations the core ended itself other than by preemption (node removal): not expected.
     released_by_core: int = 0
+    #: Guaranteed-share preemption on in the partition (``preemption.enabled``).
+    preemption: bool = True
+    #: Allocations the core preempted (released with PREEMPTED_BY_SCHEDULER): killed, confirmed
+    #: and submitted again.
+    preempted: int = 0
+    #: Allocations of those resubmitted tasks (counted in ``allocations`` too).
+    rerun_allocations: int = 0
+    #: Work lost: each victim's memory (bytes) and vcore (millicores) times the simulated
+    #: seconds it had run when it was killed.
+    lost_memory_seconds: float = 0.0
+    lost_vcore_seconds: float = 0.0
+    #: The late tenant: whether the workload has one, when its applications were submitted,
+    #: and when its running allocations first reached its queue's guarantee (simulated
+    #: seconds; None: never).
+    late_tenant: bool = False
+    late_tenant_start: float | None = None
+    guarantee_reached: float | None = None
     rejected_asks: int = 0
     rejected_apps: int = 0
     #: Applications whose every ask was allocated and released (then removed by the RM).
@@ -154,6 +212,7 @@ class SimulatedRM:
         speed: float = 100.0,
         progress: ProgressFunc | None = None,
         role_history: bool = True,
+        preemption: bool = True,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -184,6 +243,8 @@ class SimulatedRM:
             node_memory=spec.node_memory,
             node_vcore=spec.node_vcore,
             role_history=role_history,
+            preemption=preemption,
+            late_tenant=spec.late_tenant.count > 0,
         )
         # A service's later incarnations, by the application they follow (submitted once it
         # is removed), and each service ask's (history key, role, incarnation).
@@ -196,12 +257,19 @@ class SimulatedRM:
         # times in insertion order, so the run never depends on comparing payloads.
         self._heap: list[tuple[float, int, int, _Payload]] = []
         self._seq = 0
-        # Per ask: (app id, memory, vcore, run time), known from the plan.
+        # Per ask: (app id, memory, vcore, run time), known from the plan, and the plans
+        # themselves (a victim of preemption is submitted again from them).
         self._asks: dict[str, tuple[str, int, int, float]] = {
             ask.key: (app.app_id, ask.memory, ask.vcore, ask.run_time) for app in workload.apps for ask in app.asks
         }
+        self._plans: dict[str, tuple[AppPlan, AskPlan]] = {
+            ask.key: (app, ask) for app in workload.apps for ask in app.asks
+        }
+        self._reruns: dict[str, int] = {}  # original ask key -> times it was submitted again
+        self._original: dict[str, str] = {}  # a rerun's key -> the original ask key
         self._submitted_at: dict[str, float] = {}  # asks submitted and not yet allocated
-        self._running: dict[str, str] = {}  # allocation key -> node id
+        self._running: dict[str, tuple[str, float]] = {}  # allocation key -> (node id, started)
+        self._late_usage = [0, 0]  # the late tenant's running memory and vcore
         self._releasing: set[str] = set()  # released by the RM, confirmation pending
         self._remaining: dict[str, int] = {app.app_id: len(app.asks) for app in workload.apps}
         self._to_remove: list[str] = []  # completed apps the RM still has to remove
@@ -232,12 +300,14 @@ class SimulatedRM:
                     continue
                 app_id, memory, vcore, run_time = self._asks[key]
                 record.allocations += 1
+                record.rerun_allocations += key in self._original
                 record.latencies.append(now - submitted)
-                self._running[key] = alloc.node_id
+                self._running[key] = (alloc.node_id, now)
                 service = self._service_asks.get(key)
                 if service is not None:
                     record.role_instances.append((*service, alloc.node_id))
                 self._change_usage(now, alloc.node_id, memory, vcore)
+                self._change_late_usage(now, key, 1)
                 self._push(now + run_time, _RELEASE, (app_id, key))
             for release in response.released:
                 key = release.allocation_key
@@ -245,8 +315,10 @@ class SimulatedRM:
                     self._releasing.discard(key)
                     record.releases_confirmed += 1
                     self._ask_finished(self._asks[key][0])
+                elif key in self._running and release.termination_type == si.TerminationType.PREEMPTED_BY_SCHEDULER:
+                    self._kill_victim(now, key)
                 elif key in self._running:
-                    # The core ended it (preemption, node removal): it stops running now.
+                    # The core ended it (node removal): it stops running now.
                     record.released_by_core += 1
                     self._stop_running(now, key)
                     self._ask_finished(self._asks[key][0])
@@ -294,10 +366,58 @@ class SimulatedRM:
             self._to_remove.append(app_id)
 
     def _stop_running(self, now: float, key: str) -> None:
-        node_id = self._running.pop(key)
+        node_id, _ = self._running.pop(key)
         _, memory, vcore, _ = self._asks[key]
         self._change_usage(now, node_id, -memory, -vcore)
+        self._change_late_usage(now, key, -1)
         self._last_release = max(self._last_release, now)
+
+    def _kill_victim(self, now: float, key: str) -> None:
+        """The core preempted a running allocation: the task is killed now, the work it did so
+        far counts as lost, and its confirmation and resubmission are due at once."""
+        record = self.record
+        _, started = self._running[key]
+        app_id, memory, vcore, _ = self._asks[key]
+        record.preempted += 1
+        record.lost_memory_seconds += memory * (now - started)
+        record.lost_vcore_seconds += vcore * (now - started)
+        self._stop_running(now, key)
+        self._push(now, _PREEMPTED, (app_id, key))
+
+    def _change_late_usage(self, now: float, key: str, sign: int) -> None:
+        """Follows the late tenant's running usage (``sign`` +1: an allocation started, -1: it
+        ended) and notes when it first reaches the tenant's guarantee."""
+        app, ask = self._plans[key]
+        if not app.may_preempt:  # only the late tenant's asks may preempt
+            return
+        usage = self._late_usage
+        usage[0] += sign * ask.memory
+        usage[1] += sign * ask.vcore
+        if self.record.guarantee_reached is None and self.spec.late_tenant.guarantee_met(usage[0], usage[1]):
+            self.record.guarantee_reached = now
+
+    def _rerun_key(self, key: str) -> str:
+        """A new ask key for a killed task submitted again (``<original>-rerun-<n>``), known
+        from then on as the original ask is."""
+        original = self._original.get(key, key)
+        count = self._reruns[original] = self._reruns.get(original, 0) + 1
+        rerun = f"{original}-rerun-{count}"
+        self._original[rerun] = original
+        self._asks[rerun] = self._asks[key]
+        self._plans[rerun] = self._plans[key]
+        service = self._service_asks.get(key)
+        if service is not None:
+            self._service_asks[rerun] = service
+        return rerun
+
+    def _late_asks_waiting(self) -> bool:
+        return any(self._plans[key][0].may_preempt for key in self._submitted_at)
+
+    def _wake_again(self, now: float) -> None:
+        """A wake fell due: another one a second later while a late tenant's ask still waits and
+        something else is still to come (an idle cluster needs no preemption)."""
+        if self._late_asks_waiting() and any(kind != _WAKE for _, kind, _, _ in self._heap):
+            self._push(now + _WAKE_INTERVAL, _WAKE, None)
 
     def _change_usage(self, now: float, node_id: str, memory: int, vcore: int) -> None:
         """Integrates usage up to ``now``, then applies one allocation's start or end."""
@@ -338,7 +458,8 @@ class SimulatedRM:
         spec = self.spec
         self.proxy.register_resource_manager(
             si.RegisterResourceManagerRequest(
-                rm_id=RM_ID, version="sim", policy_group="sim", config=spec.queues_yaml(self.policy)
+                rm_id=RM_ID, version="sim", policy_group="sim",
+                config=spec.queues_yaml(self.policy, preemption=self.record.preemption),
             ),
             self,
         )
@@ -359,30 +480,33 @@ class SimulatedRM:
                     self._push(app.arrival, _SUBMIT, app)
 
     def _apply(self, due: list[tuple[float, int, int, _Payload]]) -> None:
-        """Sends what fell due: releases (one request), then removals of the applications those
-        releases completed, then arrivals (applications, then their asks)."""
+        """Sends what fell due: releases (one request: run times over, and the confirmations of
+        preempted allocations), then removals of the applications those releases completed,
+        then arrivals (applications, then their asks), then the killed tasks submitted again."""
         releases: list[si.AllocationRelease] = []
         arrivals: list[AppPlan] = []
+        reruns: list[tuple[str, str]] = []  # (original key, rerun key)
+        wake = False
         with self._cond:
             now = self.clock.monotonic()
             for _, kind, _, payload in due:
-                if isinstance(payload, tuple):  # _RELEASE: (application id, allocation key)
+                if kind == _WAKE:
+                    wake = True
+                    self._wake_again(now)
+                elif isinstance(payload, AppPlan):  # _SUBMIT
+                    arrivals.append(payload)
+                elif payload is not None and kind == _PREEMPTED:
+                    app_id, key = payload
+                    releases.append(_release(app_id, key, si.TerminationType.PREEMPTED_BY_SCHEDULER,
+                                             "simulated task killed: preempted by the scheduler"))
+                    reruns.append((key, self._rerun_key(key)))
+                elif payload is not None:  # _RELEASE
                     app_id, key = payload
                     if key not in self._running:
                         continue  # the core ended it already
                     self._stop_running(now, key)
                     self._releasing.add(key)
-                    releases.append(
-                        si.AllocationRelease(
-                            partition_name="default",
-                            application_id=app_id,
-                            termination_type=si.TerminationType.STOPPED_BY_RM,
-                            message="simulated run time over",
-                            allocation_key=key,
-                        )
-                    )
-                else:
-                    arrivals.append(payload)
+                    releases.append(_release(app_id, key, si.TerminationType.STOPPED_BY_RM, "simulated run time over"))
         if releases:
             self.proxy.update_allocation(
                 si.AllocationRequest(releases=si.AllocationReleasesRequest(tuple(releases)), rm_id=RM_ID)
@@ -390,6 +514,34 @@ class SimulatedRM:
         self._remove_completed()
         if arrivals:
             self._submit(arrivals)
+        if reruns:
+            self._submit_reruns(reruns)
+        if wake and self.mode == "threaded":
+            self.scheduler.wake()  # lockstep: the loop runs a cycle next anyway
+
+    def _submit_reruns(self, reruns: list[tuple[str, str]]) -> None:
+        """Submits killed tasks again, each as a new ask of its application (still there: its
+        ask has not finished)."""
+        asks: list[si.Allocation] = []
+        with self._cond:
+            now = self.clock.monotonic()
+            for original, rerun in reruns:
+                app, ask = self._plans[original]
+                self._submitted_at[rerun] = now
+                asks.append(self._ask_message(app, ask, rerun))
+        self.proxy.update_allocation(si.AllocationRequest(allocations=tuple(asks), rm_id=RM_ID))
+
+    def _ask_message(self, app: AppPlan, ask: AskPlan, key: str) -> si.Allocation:
+        """The SI ask for one planned ask under ``key``; the late tenant's asks may preempt."""
+        return si.Allocation(
+            allocation_key=key,
+            resource_per_alloc=Resource({MEMORY: ask.memory, VCORE: ask.vcore}),
+            priority=app.priority,
+            application_id=app.app_id,
+            partition_name="default",
+            allocation_tags={ROLE_TAG: ask.role} if ask.role else {},
+            preemption_policy=_MAY_PREEMPT if app.may_preempt else None,
+        )
 
     def _remove_completed(self) -> None:
         with self._cond:
@@ -428,22 +580,23 @@ class SimulatedRM:
                         self.record.rejected_asks += 1
                         self._ask_finished(app.app_id)
                     continue
+                if app.may_preempt:
+                    self._late_tenant_arrived(now)
                 for ask in app.asks:
                     # Recorded before the request: in threaded mode the allocation can arrive
                     # before update_allocation even returns.
                     self._submitted_at[ask.key] = now
-                    asks.append(
-                        si.Allocation(
-                            allocation_key=ask.key,
-                            resource_per_alloc=Resource({MEMORY: ask.memory, VCORE: ask.vcore}),
-                            priority=app.priority,
-                            application_id=app.app_id,
-                            partition_name="default",
-                            allocation_tags={ROLE_TAG: ask.role} if ask.role else {},
-                        )
-                    )
+                    asks.append(self._ask_message(app, ask, ask.key))
         if asks:
             self.proxy.update_allocation(si.AllocationRequest(allocations=tuple(asks), rm_id=RM_ID))
+
+    def _late_tenant_arrived(self, now: float) -> None:
+        """Notes the late tenant's arrival; with preemption on, wakes the core when its asks'
+        preemption delay has passed (callers hold self._cond)."""
+        if self.record.late_tenant_start is None:
+            self.record.late_tenant_start = now
+        if self.record.preemption:
+            self._push(now + self.spec.late_tenant.preemption_delay + _WAKE_MARGIN, _WAKE, None)
 
     def _service_tags(self, app: AppPlan) -> dict[str, str]:
         """A service's history key; with role history off, its roles placed anywhere."""

@@ -2,9 +2,12 @@
 
 :func:`run_simulation` plays one workload with one node sort policy (a fresh core each time)
 and returns a :class:`SimulationSummary`: allocations, throughput, latency percentiles,
-utilisation and completed applications. :func:`run_policies` does that for several policies
-on the same generated workload, which is how ``pyscheduler simulate`` compares ``fair`` with
-``binpacking``; :func:`format_summaries` prints the comparison.
+utilisation and completed applications; with preemption, the allocations preempted and the
+work they lost, and how long the late tenant took to reach its guarantee.
+:func:`plan_runs` lists the runs a workload calls for (each policy; with services, with and
+without role history; with a late tenant, with preemption on and off) and
+:func:`run_policies` plays them all on the same generated workload, which is how
+``pyscheduler simulate`` compares them; :func:`format_summaries` prints the comparison.
 """
 
 from __future__ import annotations
@@ -21,13 +24,16 @@ from pyscheduler.sim.rm import ProgressFunc, SimMode, SimulatedRM, SimulationRec
 from pyscheduler.sim.workload import Workload, WorkloadSpec
 
 __all__ = [
+    "LateTenantSummary",
     "LatencySummary",
     "ProgressBar",
+    "RunVariant",
     "ServicesSummary",
     "SimulationSummary",
     "UtilisationSummary",
     "format_summaries",
     "percentile",
+    "plan_runs",
     "run_policies",
     "run_simulation",
     "summarise",
@@ -155,6 +161,38 @@ class ServicesSummary:
 
 
 @dataclass(frozen=True)
+class WorkLost:
+    """The work preemption's victims had done when they were killed (and will do again):
+    each victim's resources times the simulated seconds it had run, summed."""
+
+    #: Cores x seconds (a one-core task killed after 60 s lost 60 vcore-seconds).
+    vcore_seconds: float
+    #: GiB x seconds.
+    memory_gib_seconds: float
+
+    @classmethod
+    def of(cls, record: SimulationRecord) -> WorkLost:
+        return cls(record.lost_vcore_seconds / 1000, record.lost_memory_seconds / GIB)
+
+
+@dataclass(frozen=True)
+class LateTenantSummary:
+    """The late tenant (preemption's workload): when it arrived and how long its running
+    allocations took to reach its queue's guarantee, in simulated seconds (None: not submitted,
+    or never reached within the run)."""
+
+    start: float | None
+    time_to_guarantee: float | None
+
+    @classmethod
+    def of(cls, record: SimulationRecord) -> LateTenantSummary | None:
+        if not record.late_tenant:
+            return None
+        start, reached = record.late_tenant_start, record.guarantee_reached
+        return cls(start, None if start is None or reached is None else reached - start)
+
+
+@dataclass(frozen=True)
 class SimulationSummary:
     """One run of a workload with one node sort policy."""
 
@@ -184,11 +222,22 @@ class SimulationSummary:
     #: later incarnations' instances landed (None without services).
     role_history: bool = True
     services: ServicesSummary | None = None
+    #: Preemption: whether the partition allowed it, the allocations preempted (each killed,
+    #: confirmed and submitted again), their re-runs' allocations (counted in ``allocations``
+    #: too), the work they lost, and the late tenant's figures (None without one).
+    preemption: bool = True
+    preempted: int = 0
+    reruns: int = 0
+    work_lost: WorkLost = WorkLost(0.0, 0.0)
+    late_tenant: LateTenantSummary | None = None
 
     @property
     def label(self) -> str:
-        """The run's column heading: the policy, and whether role history was off."""
-        return self.policy if self.role_history or self.services is None else f"{self.policy}, no role history"
+        """The run's column heading: the policy, whether role history was off (with services),
+        whether preemption was on (with a late tenant)."""
+        return RunVariant(self.policy, self.role_history, self.preemption).label(
+            services=self.services is not None, late_tenant=self.late_tenant is not None
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-serialisable form (nested dicts for latency and utilisation)."""
@@ -221,6 +270,11 @@ def summarise(record: SimulationRecord, seed: int) -> SimulationSummary:
         problems=_first_problems(record.problems),
         role_history=record.role_history,
         services=ServicesSummary.of(record),
+        preemption=record.preemption,
+        preempted=record.preempted,
+        reruns=record.rerun_allocations,
+        work_lost=WorkLost.of(record),
+        late_tenant=LateTenantSummary.of(record),
     )
 
 
@@ -240,18 +294,55 @@ def run_simulation(
     timeout: float = 600.0,
     progress: ProgressFunc | None = None,
     role_history: bool = True,
+    preemption: bool = True,
 ) -> SimulationSummary:
     """Runs a workload to completion on a fresh core and summarises it.
 
     ``speed`` (threaded mode only): simulated seconds per wall second. ``timeout``: wall
     seconds before the run is abandoned (the summary then says ``completed=False``).
+    ``preemption``: the partition's ``preemption.enabled``.
     """
     plan = workload.generate() if isinstance(workload, WorkloadSpec) else workload
     rm = SimulatedRM(
         plan, policy=policy, mode=mode, native_node_ordering=native_node_ordering, speed=speed, progress=progress,
-        role_history=role_history,
+        role_history=role_history, preemption=preemption,
     )
     return summarise(rm.run(timeout=timeout), plan.spec.seed)
+
+
+@dataclass(frozen=True)
+class RunVariant:
+    """One run a workload calls for: a node sort policy, role history on or off, preemption on
+    or off."""
+
+    policy: str
+    role_history: bool = True
+    preemption: bool = True
+
+    def label(self, *, services: bool, late_tenant: bool) -> str:
+        """The run's column heading: the policy, then ``no role history`` (a workload with
+        services) and ``preemption on``/``off`` (a workload with a late tenant)."""
+        parts = [self.policy]
+        if services and not self.role_history:
+            parts.append("no role history")
+        if late_tenant:
+            parts.append("preemption on" if self.preemption else "preemption off")
+        return ", ".join(parts)
+
+
+def plan_runs(spec: WorkloadSpec, policies: Sequence[str] = ("fair", "binpacking")) -> list[RunVariant]:
+    """The runs ``spec`` calls for, in order: per policy, with services once with role history
+    and once without, and with a late tenant once with preemption on and once off (all
+    combinations)."""
+    histories = (True, False) if spec.services.count else (True,)
+    preemptions = (True, False) if spec.late_tenant.count else (True,)
+    return [RunVariant(policy, history, preemption)
+            for policy in policies for history in histories for preemption in preemptions]
+
+
+def run_label(spec: WorkloadSpec, run: RunVariant) -> str:
+    """The heading of ``run`` of ``spec`` (as its summary's :attr:`SimulationSummary.label`)."""
+    return run.label(services=bool(spec.services.count), late_tenant=bool(spec.late_tenant.count))
 
 
 def run_policies(
@@ -264,24 +355,22 @@ def run_policies(
     timeout: float = 600.0,
     progress: Callable[[str], ProgressFunc | None] | None = None,
 ) -> list[SimulationSummary]:
-    """Runs the same generated workload once per policy; with services, once with role history
-    and once without per policy (the label says which). ``progress(label)`` may return the
-    progress function for that run."""
+    """Runs the same generated workload once per run of :func:`plan_runs` (the label says
+    which). ``progress(label)`` may return the progress function for that run."""
     plan = spec.generate()
-    variants = (True, False) if spec.services.count else (True,)
     return [
         run_simulation(
             plan,
-            policy=policy,
+            policy=run.policy,
             mode=mode,
             native_node_ordering=native_node_ordering,
             speed=speed,
             timeout=timeout,
-            progress=progress(policy if history else f"{policy}, no role history") if progress is not None else None,
-            role_history=history,
+            progress=progress(run_label(spec, run)) if progress is not None else None,
+            role_history=run.role_history,
+            preemption=run.preemption,
         )
-        for policy in policies
-        for history in variants
+        for run in plan_runs(spec, policies)
     ]
 
 
@@ -305,6 +394,16 @@ def describe_workload(spec: WorkloadSpec, plan: Workload | None = None) -> str:
             f"; {services.count} service(s) of {roles} ({_gib(services.memory)} / {_cores(services.vcore)} each) "
             f"in {services.queue}, from {services.start:g} s: run {services.run_time:g} s, down "
             f"{services.down_time:g} s, {services.restarts} restart(s)"
+        )
+    late = spec.late_tenant
+    if late.count:
+        guaranteed = " / ".join(part for part in (
+            _gib(late.guaranteed_memory) if late.guaranteed_memory else "",
+            _cores(late.guaranteed_vcore) if late.guaranteed_vcore else "") if part)
+        text += (
+            f"; late tenant: {late.count} application(s) of {late.asks} asks ({_gib(late.memory)} / "
+            f"{_cores(late.vcore)}, {late.run_time:g} s each) in {late.queue} at {late.start:g} s, guaranteed "
+            f"{guaranteed}, preemption.delay {late.preemption_delay:g} s"
         )
     return text
 
@@ -335,11 +434,36 @@ def _pct(value: float) -> str:
     return f"{value * 100:.1f} %"
 
 
+def _allocations(s: SimulationSummary) -> str:
+    if not s.reruns:
+        return f"{s.allocations:,} of {s.asks:,} asks"
+    return f"{s.allocations:,} for {s.asks:,} asks ({s.reruns:,} re-runs)"
+
+
+def _time_to_guarantee(s: SimulationSummary) -> str:
+    if s.late_tenant is None:
+        return "-"
+    wait = s.late_tenant.time_to_guarantee
+    return "never within the run" if wait is None else _seconds(wait)
+
+
+def _work_lost(s: SimulationSummary) -> str:
+    return f"{s.work_lost.vcore_seconds:,.0f} / {s.work_lost.memory_gib_seconds:,.0f}"
+
+
+#: The preemption rows, shown when a run has a late tenant or preempted anything.
+_PREEMPTION_ROWS: tuple[tuple[str, Callable[[SimulationSummary], str]], ...] = (
+    ("late tenant: time to its guarantee", _time_to_guarantee),
+    ("preempted allocations", lambda s: f"{s.preempted:,}"),
+    ("work lost (vcore-s / memory GiB-s)", _work_lost),
+)
+
+
 def format_summaries(summaries: Sequence[SimulationSummary]) -> str:
     """The summary table: one column per run (policy), one row per figure."""
     rows: list[tuple[str, Callable[[SimulationSummary], str]]] = [
         ("mode / node ordering", lambda s: f"{s.mode} / {s.node_ordering}"),
-        ("allocations", lambda s: f"{s.allocations:,} of {s.asks:,} asks"),
+        ("allocations", _allocations),
         ("released", lambda s: f"{s.releases:,}"),
         ("rejected asks", lambda s: f"{s.rejected_asks:,}"),
         ("apps completed", lambda s: f"{s.apps_completed:,} of {s.apps:,}"),
@@ -363,6 +487,8 @@ def format_summaries(summaries: Sequence[SimulationSummary]) -> str:
             ("service instances back on a used node", lambda s: _services_back(s.services)),
             ("random placement would give", lambda s: _pct(s.services.random_expected) if s.services else "-"),
         ]
+    if any(s.late_tenant is not None or s.preempted for s in summaries):
+        rows[-1:-1] = _PREEMPTION_ROWS
     table = format_table(
         ["", *(s.label for s in summaries)],
         [[label, *(cell(s) for s in summaries)] for label, cell in rows],

@@ -10,7 +10,9 @@ documented sequence for ``randint``, ``uniform``, ``choices`` and ``expovariate`
 
 The file format (YAML or JSON; every key optional, a missing key takes the default
 workload's value) is documented in ``docs/simulator.md``; :meth:`WorkloadSpec.from_mapping`
-reads it, :meth:`WorkloadSpec.to_mapping` writes it back.
+reads it, :meth:`WorkloadSpec.to_mapping` writes it back. :data:`PRESETS` names ready-made
+specs (``pyscheduler simulate --preset NAME``); a file read over a preset takes the preset's
+values for the keys it leaves out.
 
 Inside, resource quantities are the SI's: memory in bytes, vcore in millicores. In a file they
 are read exactly as queues.yaml reads them (Kubernetes' quantity grammar, numbers included):
@@ -19,6 +21,7 @@ are read exactly as queues.yaml reads them (Kubernetes' quantity grammar, number
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
@@ -29,6 +32,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from pyscheduler.common.errors import SchedulerValueError
+from pyscheduler.common.goduration import parse_seconds
 from pyscheduler.common.resources import MEMORY, VCORE, ResourceError, parse_quantity
 
 __all__ = [
@@ -37,6 +41,8 @@ __all__ = [
     "AskPlan",
     "FloatRange",
     "IntRange",
+    "LateTenantSpec",
+    "PRESETS",
     "ServiceSpec",
     "Workload",
     "WorkloadError",
@@ -133,6 +139,9 @@ class AppPlan:
     history_key: str = ""
     after: str = ""
     generation: int = 0
+    #: The late tenant's applications: their asks may preempt others (the SI's
+    #: ``PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True)``).
+    may_preempt: bool = False
 
 
 @dataclass(frozen=True)
@@ -258,6 +267,150 @@ _SERVICE_KEYS: Final = ("count", "roles", "memory", "vcore", "queue", "start", "
 _ROLE_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,63}$")
 
 
+# -- a late tenant with a guarantee (preemption) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LateTenantSpec:
+    """A tenant whose queue has a guarantee and who arrives when the cluster is already busy:
+    what guaranteed-share preemption is for (``docs/preemption.md``). Off by default
+    (``count: 0``).
+
+    ``count`` applications of ``asks`` asks each (``memory`` / ``vcore``, running ``run_time``
+    seconds, priority ``priority``) are all submitted at ``start`` to ``queue``, a leaf of its
+    own guaranteed ``guaranteed_memory`` / ``guaranteed_vcore`` (0: that type is not
+    guaranteed) with the property ``preemption.delay`` set to ``preemption_delay`` seconds.
+    Its asks may preempt others; the batch applications' asks keep the core's defaults (they
+    may be preempted, and never preempt). No random draws: the batch workload is the same
+    with or without the tenant.
+    """
+
+    count: int = 0
+    queue: str = "root.late"
+    guaranteed_memory: int = 16 * GIB
+    guaranteed_vcore: int = 8_000
+    start: float = 60.0
+    asks: int = 8
+    memory: int = 2 * GIB
+    vcore: int = 1_000
+    run_time: float = 60.0
+    priority: int = 0
+    preemption_delay: float = 5.0
+
+    @property
+    def demand(self) -> tuple[int, int]:
+        """(memory, vcore) of every ask of the tenant running at once."""
+        total = self.count * self.asks
+        return total * self.memory, total * self.vcore
+
+    def guarantee_met(self, memory: int, vcore: int) -> bool:
+        """Whether usage ``memory`` / ``vcore`` reaches the guarantee in every guaranteed type."""
+        return memory >= self.guaranteed_memory and vcore >= self.guaranteed_vcore
+
+    def problems(self, node_memory: int, node_vcore: int, node_count: int) -> list[str]:
+        if self.count < 0:
+            return [f"late_tenant.count: must be zero or more, got {self.count}"]
+        if self.count == 0:
+            return []
+        problems: list[str] = []
+        if self.asks < 1:
+            problems.append(f"late_tenant.asks: must be at least 1, got {self.asks}")
+        if not (self.memory > 0 and self.vcore > 0):
+            problems.append(f"late_tenant: memory and vcore must be positive, got {self.memory}, {self.vcore}")
+        if self.memory > node_memory or self.vcore > node_vcore:
+            problems.append("late_tenant: an ask does not fit a node")
+        problems += self._guarantee_problems(node_memory * node_count, node_vcore * node_count)
+        for key, value, minimum in (("start", self.start, 0.0), ("run_time", self.run_time, 1e-3)):
+            if not (math.isfinite(value) and value >= minimum):
+                problems.append(f"late_tenant.{key}: must be a finite number of seconds >= {minimum:g}, got {value}")
+        if not (math.isfinite(self.preemption_delay) and 0 < self.preemption_delay < _MAX_DELAY):
+            problems.append(f"late_tenant.preemption_delay: must be above zero (and below {_MAX_DELAY:g} s), "
+                            f"got {self.preemption_delay}")
+        if not -_INT32_MAX - 1 <= self.priority <= _INT32_MAX:
+            problems.append(f"late_tenant.priority: must fit in int32, got {self.priority}")
+        parts = self.queue.split(".")
+        if parts[0] != "root" or len(parts) < 2 or not all(_QUEUE_NAME.match(p) for p in parts[1:]):
+            problems.append(f"late_tenant.queue: {self.queue!r} is not a leaf queue path")
+        return problems
+
+    def _guarantee_problems(self, cluster_memory: int, cluster_vcore: int) -> list[str]:
+        """A guarantee the tenant could never reach would make its figure meaningless."""
+        memory, vcore = self.guaranteed_memory, self.guaranteed_vcore
+        if memory < 0 or vcore < 0 or not (memory or vcore):
+            return ["late_tenant.guaranteed: needs memory or vcore above zero (and neither below zero)"]
+        demand_memory, demand_vcore = self.demand
+        if demand_memory < memory or demand_vcore < vcore:
+            return ["late_tenant.guaranteed: more than all the tenant's asks together (count x asks x size): "
+                    "it could never be reached"]
+        if memory > cluster_memory or vcore > cluster_vcore:
+            return ["late_tenant.guaranteed: larger than the cluster"]
+        return []
+
+    def plans(self) -> list[AppPlan]:
+        """The tenant's applications (``late-000``, ...), all arriving at ``start``."""
+        return [
+            AppPlan(
+                app_id=(app_id := f"late-{i:03d}"),
+                queue=self.queue,
+                arrival=self.start,
+                priority=self.priority,
+                asks=tuple(AskPlan(f"{app_id}-ask-{j:04d}", self.memory, self.vcore, self.run_time)
+                           for j in range(self.asks)),
+                may_preempt=True,
+            )
+            for i in range(self.count)
+        ]
+
+    def queue_settings(self) -> dict[str, Any]:
+        """The leaf's queues.yaml settings: its guarantee and its ``preemption.delay``."""
+        guaranteed: dict[str, str] = {}
+        if self.guaranteed_memory:
+            guaranteed[MEMORY] = str(self.guaranteed_memory)
+        if self.guaranteed_vcore:
+            guaranteed[VCORE] = f"{self.guaranteed_vcore}m"
+        delay_ms = max(round(self.preemption_delay * 1000), 1)
+        return {"resources": {"guaranteed": guaranteed}, "properties": {"preemption.delay": f"{delay_ms}ms"}}
+
+    def to_mapping(self) -> dict[str, Any]:
+        guaranteed: dict[str, Any] = {}
+        if self.guaranteed_memory:
+            guaranteed["memory"] = self.guaranteed_memory
+        if self.guaranteed_vcore:
+            guaranteed["vcore"] = _millicores(self.guaranteed_vcore)
+        return {"count": self.count, "queue": self.queue, "guaranteed": guaranteed, "start": self.start,
+                "asks": self.asks, "memory": self.memory, "vcore": _millicores(self.vcore),
+                "run_time": self.run_time, "priority": self.priority, "preemption_delay": self.preemption_delay}
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], base: LateTenantSpec | None = None) -> LateTenantSpec:
+        """Reads the ``late_tenant`` section; missing keys keep ``base``'s values (the defaults)."""
+        base = base or cls()
+        values: dict[str, Any] = {}
+        for key in ("count", "asks", "priority"):
+            if key in data:
+                values[key] = _int(data[key], f"late_tenant.{key}")
+        if "queue" in data:
+            values["queue"] = _queue_path(data["queue"])
+        if "guaranteed" in data:
+            values["guaranteed_memory"], values["guaranteed_vcore"] = _guaranteed(data["guaranteed"])
+        if "memory" in data:
+            values["memory"] = _quantity(MEMORY, data["memory"], "late_tenant.memory")
+        if "vcore" in data:
+            values["vcore"] = _quantity(VCORE, data["vcore"], "late_tenant.vcore")
+        for key in ("start", "run_time"):
+            if key in data:
+                values[key] = _float(data[key], f"late_tenant.{key}")
+        if "preemption_delay" in data:
+            values["preemption_delay"] = _seconds(data["preemption_delay"], "late_tenant.preemption_delay")
+        return dataclasses.replace(base, **values)
+
+
+#: A preemption.delay the core reads as given (Go durations end near 292 years).
+_MAX_DELAY: Final = 1e9
+_LATE_TENANT_KEYS: Final = ("count", "queue", "guaranteed", "start", "asks", "memory", "vcore", "run_time",
+                            "priority", "preemption_delay")
+
+
 # -- the spec ----------------------------------------------------------------------------------
 
 #: The file key each field is read from, so that errors name what the user wrote.
@@ -278,6 +431,7 @@ _KEY_OF_FIELD: Final = {
     "arrival_rate": "arrival.rate",
     "cycle_time": "cycle_time",
     "services": "services",
+    "late_tenant": "late_tenant",
 }
 
 _INT32_MAX: Final = (1 << 31) - 1
@@ -319,6 +473,8 @@ class WorkloadSpec:
     cycle_time: float = 0.0001
     #: Services with roles, stopped and started again (none by default).
     services: ServiceSpec = ServiceSpec()
+    #: A tenant with a guarantee arriving on a busy cluster: preemption's workload (none by default).
+    late_tenant: LateTenantSpec = LateTenantSpec()
 
     def __post_init__(self) -> None:
         for reason in self._problems():
@@ -397,6 +553,13 @@ class WorkloadSpec:
         ):
             problems.append(f"services.queue: {self.services.queue!r} must be a leaf queue of its own, not one of "
                             "the batch queues, their parent or their child")
+        problems += self.late_tenant.problems(self.node_memory, self.node_vcore, self.node_count)
+        if self.late_tenant.count and any(
+            _related(q, self.late_tenant.queue)
+            for q in self.queues + ((self.services.queue,) if self.services.count else ())
+        ):
+            problems.append(f"late_tenant.queue: {self.late_tenant.queue!r} must be a leaf queue of its own, not "
+                            "one of the batch or services queues, their parent or their child")
         return problems
 
     # -- generation ---------------------------------------------------------------------------
@@ -429,32 +592,25 @@ class WorkloadSpec:
                 arrival += 1.0 / self.arrival_rate
             elif self.arrival == "poisson":
                 arrival += rng.expovariate(self.arrival_rate)
-        return Workload(self, tuple(apps) + tuple(self.services.plans()))
+        return Workload(self, tuple(apps) + tuple(self.services.plans()) + tuple(self.late_tenant.plans()))
 
-    def queues_yaml(self, policy: str) -> str:
+    def queues_yaml(self, policy: str, *, preemption: bool = True) -> str:
         """The queues.yaml for this workload: one partition, the listed leaves (and the parents
-        they need) under a root open to everyone, with node sort policy ``policy``."""
-        tree: dict[str, Any] = {}
-        for path in self.queues + ((self.services.queue,) if self.services.count else ()):
-            node = tree
-            for name in path.split(".")[1:]:
-                node = node.setdefault(name, {})
-
-        def queues(children: dict[str, Any]) -> list[dict[str, Any]]:
-            result = []
-            for name, grandchildren in children.items():
-                entry: dict[str, Any] = {"name": name}
-                if grandchildren:
-                    entry["queues"] = queues(grandchildren)
-                result.append(entry)
-            return result
-
+        they need) under a root open to everyone, with node sort policy ``policy`` and
+        guaranteed-share preemption on or off (``preemption.enabled``); the late tenant's leaf
+        has its guarantee and ``preemption.delay``."""
+        leaves: dict[str, dict[str, Any]] = {path: {} for path in self.queues}
+        if self.services.count:
+            leaves[self.services.queue] = {}
+        if self.late_tenant.count:
+            leaves[self.late_tenant.queue] = self.late_tenant.queue_settings()
         config = {
             "partitions": [
                 {
                     "name": "default",
                     "nodesortpolicy": {"type": policy},
-                    "queues": [{"name": "root", "submitacl": "*", "queues": queues(tree)}],
+                    "preemption": {"enabled": preemption},
+                    "queues": [{"name": "root", "submitacl": "*", "queues": _queue_entries(leaves)}],
                 }
             ]
         }
@@ -480,16 +636,19 @@ class WorkloadSpec:
             "arrival": {"pattern": self.arrival, "rate": self.arrival_rate},
             "cycle_time": self.cycle_time,
             "services": self.services.to_mapping(),
+            "late_tenant": self.late_tenant.to_mapping(),
         }
 
     @classmethod
-    def from_mapping(cls, data: Mapping[str, Any]) -> WorkloadSpec:
-        """Reads the file format (see ``docs/simulator.md``). Raises :class:`WorkloadError`
-        naming the key for an unknown key, a value of the wrong type or an impossible value."""
+    def from_mapping(cls, data: Mapping[str, Any], base: WorkloadSpec | None = None) -> WorkloadSpec:
+        """Reads the file format (see ``docs/simulator.md``); a missing key takes ``base``'s value
+        (the built-in workload by default, or a preset's). Raises :class:`WorkloadError` naming
+        the key for an unknown key, a value of the wrong type or an impossible value."""
         if not isinstance(data, Mapping):
             raise WorkloadError(f"a workload is a mapping of keys to values, got {type(data).__name__}")
-        default = cls()
-        _only(data, "", ("seed", "nodes", "queues", "applications", "arrival", "cycle_time", "services"))
+        default = base or cls()
+        _only(data, "", ("seed", "nodes", "queues", "applications", "arrival", "cycle_time", "services",
+                         "late_tenant"))
         values: dict[str, Any] = {}
         if "seed" in data:
             values["seed"] = _int(data["seed"], "seed")
@@ -528,13 +687,17 @@ class WorkloadSpec:
         services = _section(data, "services", _SERVICE_KEYS)
         if services:
             values["services"] = ServiceSpec.from_mapping(services)
+        late_tenant = _section(data, "late_tenant", _LATE_TENANT_KEYS)
+        if late_tenant:
+            values["late_tenant"] = LateTenantSpec.from_mapping(late_tenant, default.late_tenant)
         merged = {name: getattr(default, name) for name in _KEY_OF_FIELD}
         merged.update(values)
         return cls(**merged)
 
     @classmethod
-    def from_text(cls, text: str, *, json_only: bool = False) -> WorkloadSpec:
-        """Reads a YAML (or JSON: JSON is YAML) document. Raises :class:`WorkloadError`."""
+    def from_text(cls, text: str, *, json_only: bool = False, base: WorkloadSpec | None = None) -> WorkloadSpec:
+        """Reads a YAML (or JSON: JSON is YAML) document over ``base`` (see :meth:`from_mapping`).
+        Raises :class:`WorkloadError`."""
         if json_only:
             try:
                 data = json.loads(text)
@@ -554,17 +717,18 @@ class WorkloadSpec:
             except yaml.YAMLError as exc:
                 raise WorkloadError(f"not valid YAML: {' '.join(str(exc).split())}") from None
         if data is None:
-            data = {}  # an empty file: the default workload
-        return cls.from_mapping(data)
+            data = {}  # an empty file: the default workload (or base)
+        return cls.from_mapping(data, base)
 
     @classmethod
-    def from_file(cls, path: str | Path) -> WorkloadSpec:
-        """Reads a workload file: ``.json`` as JSON, anything else as YAML. Raises
-        :class:`WorkloadError` prefixed with the file name (``OSError`` if unreadable)."""
+    def from_file(cls, path: str | Path, base: WorkloadSpec | None = None) -> WorkloadSpec:
+        """Reads a workload file over ``base`` (see :meth:`from_mapping`): ``.json`` as JSON,
+        anything else as YAML. Raises :class:`WorkloadError` prefixed with the file name
+        (``OSError`` if unreadable)."""
         path = Path(path)
         text = path.read_text(encoding="utf-8")
         try:
-            return cls.from_text(text, json_only=path.suffix.lower() == ".json")
+            return cls.from_text(text, json_only=path.suffix.lower() == ".json", base=base)
         except WorkloadError as exc:
             raise WorkloadError(f"{path}: {exc}") from None
 
@@ -646,6 +810,55 @@ def _float_range(value: Any, path: str) -> FloatRange:
     return FloatRange(_float(low, path), _float(high, path))
 
 
+def _seconds(value: Any, path: str) -> float:
+    """A number of seconds, or a Go duration such as ``5s`` or ``1m30s``."""
+    if isinstance(value, str):
+        try:
+            return parse_seconds(value)
+        except ValueError:
+            raise WorkloadError(f"{path}: expected seconds or a duration such as 5s, got {value!r}") from None
+    return _float(value, path)
+
+
+def _guaranteed(value: Any) -> tuple[int, int]:
+    """``{memory: Q, vcore: Q}``, either optional: (memory, vcore), 0 for a type left out."""
+    if not isinstance(value, Mapping):
+        raise WorkloadError(f"late_tenant.guaranteed: expected a mapping with memory and/or vcore, got {value!r}")
+    _only(value, "late_tenant.guaranteed", ("memory", "vcore"))
+    memory = _quantity(MEMORY, value["memory"], "late_tenant.guaranteed.memory") if "memory" in value else 0
+    vcore = _quantity(VCORE, value["vcore"], "late_tenant.guaranteed.vcore") if "vcore" in value else 0
+    return memory, vcore
+
+
+def _related(a: str, b: str) -> bool:
+    """Whether queue paths ``a`` and ``b`` are the same queue, or one is the other's ancestor."""
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def _queue_entries(leaves: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """queues.yaml entries under root for leaf paths (``root.x.y``) with their settings; the
+    parents the paths need are created without settings."""
+    tree: dict[str, Any] = {}
+    settings: dict[tuple[str, ...], Mapping[str, Any]] = {}
+    for path, leaf_settings in leaves.items():
+        names = tuple(path.split(".")[1:])
+        node = tree
+        for name in names:
+            node = node.setdefault(name, {})
+        settings[names] = leaf_settings
+
+    def entries(children: dict[str, Any], prefix: tuple[str, ...]) -> list[dict[str, Any]]:
+        result = []
+        for name, grandchildren in children.items():
+            entry: dict[str, Any] = {"name": name, **settings.get((*prefix, name), {})}
+            if grandchildren:
+                entry["queues"] = entries(grandchildren, (*prefix, name))
+            result.append(entry)
+        return result
+
+    return entries(tree, ())
+
+
 def _queue_path(name: Any) -> str:
     if not isinstance(name, str) or not name:
         raise WorkloadError(f"queues: a queue name must be a non-empty string, got {name!r}")
@@ -665,3 +878,33 @@ def _queues(value: Any) -> tuple[tuple[str, ...], tuple[float, ...]]:
     if isinstance(value, str):
         return (_queue_path(value),), (1.0,)
     raise WorkloadError(f"queues: expected a list of queue names or a mapping of name to weight, got {value!r}")
+
+
+# -- presets ---------------------------------------------------------------------------------------
+
+#: Ready-made workloads, by name (``pyscheduler simulate --preset NAME``; a workload file read
+#: over a preset changes only the keys it gives).
+#:
+#: ``preemption``: tenant A (``root.tenant-a``, no guarantee) fills 10 nodes of 32 GiB / 8 cores
+#: at time 0 with 100 one-core tasks of 4 to 6 minutes (80 run, 20 wait); at 60 s tenant B
+#: (``root.tenant-b``, guaranteed 16 cores and 32 GiB, ``preemption.delay`` 5 s) submits 2
+#: applications of 8 one-core tasks of 2 minutes. Without preemption B waits for A's tasks to
+#: end; with it, B takes its guarantee back about 5 s after it arrives.
+PRESETS: Final[Mapping[str, WorkloadSpec]] = {
+    "preemption": WorkloadSpec(
+        node_count=10,
+        queues=("root.tenant-a",),
+        queue_weights=(1.0,),
+        app_count=10,
+        asks_per_app=IntRange(10, 10),
+        ask_memory=IntRange(2 * GIB, 2 * GIB),
+        ask_vcore=IntRange(1_000, 1_000),
+        priority=IntRange(0, 0),
+        run_time=FloatRange(240.0, 360.0),
+        arrival="burst",
+        late_tenant=LateTenantSpec(
+            count=2, queue="root.tenant-b", guaranteed_memory=32 * GIB, guaranteed_vcore=16_000, start=60.0,
+            asks=8, memory=2 * GIB, vcore=1_000, run_time=120.0, priority=0, preemption_delay=5.0,
+        ),
+    ),
+}
