@@ -142,3 +142,48 @@ def test_a_parent_splits_the_amount_among_children_over_their_guarantees() -> No
                            "claimed resources: map[vcore:4000], selected victims: 2, preempted victims: 2"]
     finally:
         w.close()
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_allocations_the_rm_reports_over_the_max_arm_quota_preemption(enabled: bool) -> None:
+    # YuniKorn's IncAllocatedResource rule: recovered allocations are counted past the max and
+    # arm the queue (now + delay) when the partition's switch is on; none is scheduled here.
+    w = World(config(5, enabled=enabled))
+    try:
+        w.add_node("node-1", memory=100, vcore=100_000)
+        w.add_app("app-1", "root.leaf")
+        w.allocs(*(w.alloc_msg(f"r-{i}", "app-1", res(vcore=2000), node_id="node-1") for i in range(4)))
+        leaf = w.queue("root.leaf")
+        assert leaf.allocated == res(vcore=8000)
+        assert bool(leaf.quota_preemption_start_ns) is enabled
+        w.advance(0.5)
+        assert w.rm.released == [], "not before the delay"
+        w.advance(0.7)
+        released = w.rm.released
+        if not enabled:
+            assert released == []
+            return
+        # 3 cores over: greedily the 2-core victims that fit in what is left, one of them.
+        assert [(r.termination_type, r.message) for r in released] == [
+            (si.TerminationType.PREEMPTED_BY_SCHEDULER, QUOTA_RELEASE + "root.leaf")]
+        assert leaf.quota_preemption_start_ns == 0, "fired once, disarmed"
+    finally:
+        w.close()
+
+
+def test_an_allocation_grown_by_the_rm_past_the_max_arms_quota_preemption() -> None:
+    w = World(config(5))
+    try:
+        w.add_node("node-1", memory=100, vcore=100_000)
+        w.add_app("app-1", "root.leaf")
+        w.allocs(w.alloc_msg("r-0", "app-1", res(vcore=2000), node_id="node-1"),
+                 w.alloc_msg("r-1", "app-1", res(vcore=2000), node_id="node-1"))
+        leaf = w.queue("root.leaf")
+        assert leaf.quota_preemption_start_ns == 0, "4 cores: within the max of 5"
+        w.allocs(w.alloc_msg("r-1", "app-1", res(vcore=5000), node_id="node-1"))  # an in-place resize
+        assert leaf.allocated == res(vcore=7000) and leaf.quota_preemption_start_ns > 0
+        w.advance(1.2)
+        # 2 cores over: the 2-core allocation fits what is to be released, the 5-core one not.
+        assert [r.allocation_key for r in w.rm.released] == ["r-0"]
+    finally:
+        w.close()

@@ -21,6 +21,7 @@ from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import RUNNING_STATES, Application, AppTimeouts, StateUpdate
 from pyscheduler.objects.application_state import TERMINAL_STATES, AppEvent, AppState
+from pyscheduler.config.queue_preemption import quota_preemption_delay_ns
 from pyscheduler.config.validator import MAX_QUEUE_DEPTH
 from pyscheduler.objects.locking import new_graph_lock
 from pyscheduler.objects.node import NODE_PARTITION, Node
@@ -416,14 +417,32 @@ class Partition:
                 app.allocate(pending, node.node_id, self._usage_added(app), node.instance_type)
                 self._role_landed(app, pending, node.node_id)
                 self.allocation_count += 1
+                self._arm_quota_preemption(app.queue)
                 return "bound"
             alloc.place(node.node_id, self.clock.now_ns(), node.instance_type)
             node.add_allocation(alloc)
             app.recover_allocation(alloc, self._usage_added(app))
             self._role_landed(app, alloc, node.node_id)
             self.allocation_count += 1
+            self._arm_quota_preemption(app.queue)
         self.on_change()
         return "recovered"
+
+    def _arm_quota_preemption(self, queue: Queue | None) -> None:
+        """YuniKorn's IncAllocatedResource rule: usage counted without a headroom check (an
+        allocation the RM reports or binds, or grows) that takes a managed queue over its max
+        arms its quota preemption at now plus its ``quota.preemption.delay``, when the partition
+        has quota preemption on, the delay is set and the queue is not armed already. Checked on
+        the queue and each ancestor (each counts the usage)."""
+        if not self.quota_preemption_enabled or queue is None:
+            return
+        for ancestor in queue.ancestors():
+            if not ancestor.is_managed or ancestor.quota_preemption_start_ns:
+                continue
+            delay = quota_preemption_delay_ns(ancestor.properties)
+            if delay > 0 and ancestor.over_max():
+                ancestor.quota_preemption_start_ns = self.clock.now_ns() + delay
+                ancestor.quota_preemption_delay_armed_ns = delay
 
     def unreserve(self, allocation_key: str) -> None:
         reservation = self.reservations.by_key.get(allocation_key)
@@ -444,6 +463,7 @@ class Partition:
         queue_path = app.queue.path if app.queue else ""
         if not grow.is_zero():
             self.ugm.increase_usage(queue_path, app.app_id, app.user, app.groups, grow)
+            self._arm_quota_preemption(app.queue)
         if not shrink.is_zero():
             self.ugm.decrease_usage(queue_path, app.app_id, app.user, app.groups, shrink)
 

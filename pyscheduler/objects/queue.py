@@ -368,6 +368,14 @@ class Queue:
         """Whether ``resource`` fits in the headroom of every queue on the path."""
         return resource.fits_in_max_undef(self.headroom())
 
+    def over_max(self) -> bool:
+        """Whether its usage (allocated minus preempting) is above its max in some type."""
+        maximum = self.max_resource
+        if maximum is None:
+            return False
+        used = self.allocated - self.preempting
+        return any(used.get(name, 0) > limit for name, limit in maximum.items())
+
     def inc_allocated(self, resource: Resource) -> None:
         """Adds to allocated on the whole path (no check: the caller checked, or recovers)."""
         if CHECK_LOCKS:

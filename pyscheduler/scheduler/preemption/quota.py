@@ -61,20 +61,12 @@ class QuotaVictims:
         return [v for victims in self.by_leaf.values() for v in victims]
 
 
-def _over_max(queue: Queue) -> bool:
-    maximum = queue.max_resource
-    if maximum is None:
-        return False
-    used = queue.allocated - queue.preempting
-    return any(used.get(name, 0) > limit for name, limit in maximum.items())
-
-
 def arm(partition: Partition, now_ns: int) -> None:
     """Arms or disarms every managed queue after a configuration change (see the module doc).
     Caller holds the partition's lock."""
     for queue in partition.queues():
         delay = quota_preemption_delay_ns(queue.properties)
-        if not queue.is_managed or delay <= 0 or not _over_max(queue):
+        if not queue.is_managed or delay <= 0 or not queue.over_max():
             queue.quota_preemption_start_ns = 0
             queue.quota_preemption_delay_armed_ns = 0
             continue
@@ -164,7 +156,7 @@ def fire_due(partition: Partition, now_ns: int) -> list[QuotaVictims]:
         if start and now_ns >= start and queue.is_managed:
             queue.quota_preemption_start_ns = 0
             queue.quota_preemption_delay_armed_ns = 0
-            if _over_max(queue):
+            if queue.over_max():
                 amount = preemptable_amount(queue)
                 result = QuotaVictims(queue, amount)
                 if queue.is_leaf:
