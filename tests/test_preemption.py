@@ -294,3 +294,45 @@ def test_the_streamed_checks_are_yunikorn_s_sorted_checks() -> None:
             w.close()
     assert sum(sizes) > 20 and max(sizes) > 3, sizes  # the oracle had nodes to order
     assert fitting_seen, "no cluster had a node where the ask fits"
+
+
+@pytest.mark.parametrize("holder_priority,held_for,victim,holder_kept", [
+    (-1, 60.0, "busy-1", True),      # held for a minute: not cancellable, node-1 is out
+    (-1, 7300.0, "busy-0", False),   # held past 2 s + 2 x 60 min, lower priority: gives way
+    (5, 7300.0, "busy-1", True),     # a higher priority holder never gives way
+])
+def test_another_ask_s_reservation_gives_way_only_by_yunikorn_s_rule(holder_priority: int, held_for: float,
+                                                                    victim: str, holder_kept: bool) -> None:
+    # YuniKorn's TestTryAllocatePreemptNodeWithReservations(WithHighPriority/NotPossibleToCancel):
+    # two nodes with 4,000 free each; a 5,000 ask of the busy queue reserved node-1 (closest
+    # fit, first by id). The starved ask (priority 0) may preempt on node-1 only when that
+    # reservation can be cancelled; otherwise it preempts on node-2 (its own reservation).
+    w = World(NODES_FULL)
+    try:
+        for node in ("node-1", "node-2"):
+            w.add_node(node, memory=100, vcore=10000)
+        w.add_app("app-busy", "root.busy")
+        w.add_app("app-starved", "root.starved")
+        cycle = SchedulingCycle(w.context)
+        for key in ("busy-0", "busy-1"):
+            w.ask(key, "app-busy", res(vcore=6000))
+            assert len(cycle.run()) == 1
+            w.advance(1.0)
+        w.ask("holder", "app-busy", res(vcore=5000), priority=holder_priority)
+        w.advance(2.5)
+        cycle.run()
+        reservations = w.partition().reservations.by_key
+        assert reservations["holder"].node_id == "node-1"
+        w.advance(held_for)
+        w.ask("starved-0", "app-starved", res(vcore=5000),
+              preemption_policy=si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True))
+        w.advance(2.5)
+        cycle.run()
+        assert w.rm.released == [] and reservations["starved-0"].node_id == "node-2"
+        w.advance(3.0)
+        cycle.run()
+        assert [r.allocation_key for r in w.rm.released] == [victim]
+        assert ("holder" in reservations) is holder_kept
+        assert reservations["starved-0"].node_id == ("node-2" if holder_kept else "node-1")
+    finally:
+        w.close()

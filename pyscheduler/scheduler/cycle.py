@@ -54,12 +54,16 @@ from pyscheduler.si.callback import check_predicates
 from pyscheduler.si.messages import PredicatesArgs
 
 if TYPE_CHECKING:
+    from pyscheduler.objects.reservation import Reservation
     from pyscheduler.scheduler.context import ClusterContext
 
 __all__ = ["Decision", "SchedulingCycle", "QUEUE_QUOTA", "USER_QUOTA", "DEFAULT_RESERVATION_DELAY"]
 
 #: Seconds an ask must wait before it may reserve a node (YuniKorn's reservationDelay).
 DEFAULT_RESERVATION_DELAY = 2.0
+#: YuniKorn's reservationWaitTimeout: another ask's reservation older than the reservation
+#: delay plus twice this may be cancelled for a preempting ask (see _cancellable_for).
+RESERVATION_WAIT_TIMEOUT = 3600.0
 #: Reservation candidates checked with the RM per pass over the nodes (most asks take the first).
 RESERVATION_CANDIDATE_BATCH = 16
 #: Seconds between two "predicates failed" request events of one ask (YuniKorn: 15 s, burst 1).
@@ -246,9 +250,11 @@ class SchedulingCycle:
             ask.log_failure(PREEMPTION_DOES_NOT_HELP, now)
             return False
         reservations = partition.reservations
+        monotonic = self.context.clock.monotonic()
 
         def reserved_by_others(node: Node) -> bool:
-            return any(r.allocation_key != ask.allocation_key for r in reservations.on_node(node.node_id))
+            return any(r.allocation_key != ask.allocation_key and not self._cancellable_for(partition, r, ask, monotonic)
+                       for r in reservations.on_node(node.node_id))
 
         partition.preemption_attempts += 1
         started = time.perf_counter()
@@ -271,10 +277,27 @@ class SchedulingCycle:
         self._apply_preemption(partition, queue, app, ask, outcome)
         return True
 
+    def _cancellable_for(self, partition: Partition, reservation: Reservation, ask: Allocation, monotonic: float) -> bool:
+        """Whether another ask's reservation gives way to a preempting ask (YuniKorn's rule): the
+        reserving ask has a lower priority, no required node (nor a role history hold), did not
+        trigger preemption itself, and has held the node longer than the reservation delay plus
+        twice the reservation wait timeout. A reservation whose ask is gone is stale: it gives way."""
+        if reservation.required:
+            return False
+        holder_app = partition.applications.get(reservation.app_id)
+        holder = holder_app.asks.get(reservation.allocation_key) if holder_app is not None else None
+        if holder is None:
+            return True
+        return (holder.priority < ask.priority and not holder.required_node and not holder.triggered_preemption
+                and monotonic - reservation.since >= self.reservation_delay + 2 * RESERVATION_WAIT_TIMEOUT)
+
     def _apply_preemption(self, partition: Partition, queue: Queue, app: Application, ask: Allocation,
                           plan: PreemptionPlan) -> None:
         self._release_victims(partition, queue, app, ask, plan.victims, PREEMPTION_RELEASE)
         node = partition.nodes[plan.node_id]
+        for reservation in partition.reservations.on_node(node.node_id):
+            if reservation.allocation_key != ask.allocation_key:
+                partition.unreserve(reservation.allocation_key)  # gave way (the node was usable)
         if ask.allocation_key in partition.reservations.by_key:
             partition.unreserve(ask.allocation_key)
         partition.reservations.reserve(ask, node, required=False, now=self.context.clock.monotonic())
