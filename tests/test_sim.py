@@ -409,15 +409,17 @@ def test_a_guarantee_never_reached_within_the_run() -> None:
 
 
 def test_threaded_run_preempts_through_the_scheduling_thread() -> None:
-    # A's tasks run 30 s; B arrives at 5 s with a 1 s delay.
-    applications = {**LATE["applications"], "run_time": 30}  # type: ignore[dict-item]
+    # A's tasks run 300 s; B arrives at 5 s with a 1 s delay. At 200x a simulated second is
+    # 5 ms of wall time: A's tasks last 1.5 s of wall time, long enough for a scheduling thread
+    # slowed down by a loaded machine to preempt before they end by themselves.
+    applications = {**LATE["applications"], "run_time": 300}  # type: ignore[dict-item]
     late = {**LATE["late_tenant"], "start": 5, "preemption_delay": 1}  # type: ignore[dict-item]
     spec = WorkloadSpec.from_mapping({**LATE, "applications": applications, "late_tenant": late})
-    rm = SimulatedRM(spec.generate(), policy="fair", mode="threaded", speed=100.0, preemption=True)
-    record = rm.run(timeout=30)
+    rm = SimulatedRM(spec.generate(), policy="fair", mode="threaded", speed=200.0, preemption=True)
+    record = rm.run(timeout=60)
     assert record.completed, record.problems
     assert record.preempted >= 1 and record.late_tenant_start is not None and record.guarantee_reached is not None
-    # Without preemption B would wait for A's tasks to end, 25 s after it arrived.
-    assert record.guarantee_reached - record.late_tenant_start < 15.0
+    # Without preemption B would wait for A's tasks to end, 295 s after it arrived.
+    assert record.guarantee_reached - record.late_tenant_start < 150.0
     partition = next(iter(rm.context.partitions.values()))
     assert partition.applications == {}
