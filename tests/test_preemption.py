@@ -336,3 +336,55 @@ def test_another_ask_s_reservation_gives_way_only_by_yunikorn_s_rule(holder_prio
         assert reservations["starved-0"].node_id == ("node-2" if holder_kept else "node-1")
     finally:
         w.close()
+
+
+def test_a_reserved_ask_whose_queue_headroom_fails_still_preempts() -> None:
+    # Found by the state machine: an ask reserved while nothing fitted (the 2 s reservation
+    # delay is shorter than its preemption delay) that then fails the root's headroom was
+    # skipped by the walk (reserved) and by the reserved phase (headroom) and never preempted.
+    w = World(config("""\
+          - name: busy
+          - name: starved
+            properties: {preemption.delay: 5s}
+            resources:
+              guaranteed: {vcore: 6}
+"""))
+    try:
+        w.add_node("node-1", memory=100, vcore=10000)
+        w.add_node("node-2", memory=100, vcore=10000)
+        w.add_app("app-busy", "root.busy")
+        w.add_app("app-starved", "root.starved")
+        cycle = SchedulingCycle(w.context)
+        for i in range(2):
+            w.ask(f"busy-{i}", "app-busy", res(vcore=6000))
+            assert len(cycle.run()) == 1
+        w.ask("starved-0", "app-starved", res(vcore=5000),
+              preemption_policy=si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True))
+        w.advance(2.5)
+        cycle.run()
+        assert "starved-0" in w.partition().reservations.by_key
+        w.ask("busy-2", "app-busy", res(vcore=4000))  # node-2: the root's headroom is now 4,000
+        assert len(cycle.run()) == 1
+        w.advance(3.0)
+        cycle.run()
+        assert [r.allocation_key for r in w.rm.released] == ["busy-0"]
+        assert w.partition().applications["app-starved"].asks["starved-0"].triggered_preemption
+    finally:
+        w.close()
+
+
+@pytest.mark.parametrize("new_size", [3000, 6000])
+def test_a_victim_resized_before_it_is_killed_keeps_preempting_exact(new_size: int) -> None:
+    # Found by the state machine: the RM resizes a victim in place before killing it; its
+    # queues' preempting resource follows, and nothing is left once the RM confirms.
+    w, cycle = _starved_world((10000,), (("busy-0", 5000), ("busy-1", 5000)))
+    try:
+        w.advance(6.0)
+        cycle.run()
+        victim = w.rm.released[0].allocation_key
+        w.allocs(w.alloc_msg(victim, "app-busy", res(vcore=new_size), node_id="node-1"))
+        assert w.queue("root.busy").preempting == res(vcore=new_size) == w.queue("root").preempting
+        w.release("app-busy", victim, termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
+        assert w.queue("root.busy").preempting == res() and w.queue("root").preempting == res()
+    finally:
+        w.close()

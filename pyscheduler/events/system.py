@@ -20,8 +20,10 @@ from __future__ import annotations
 
 import threading
 import uuid
-from collections.abc import Mapping
+import weakref
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from pyscheduler._native import EventStore, StreamTicket, Subscription
 from pyscheduler.common.clock import Clock, SystemClock
@@ -124,7 +126,9 @@ class EventSystem:
         self._publisher = ShimPublisher(self._requests, lambda: self._sink, publish_interval)
         self._request_events = False
         self._apply_flags(self._settings)
-        self._store.set_request_sink(self._on_request_event)
+        # Weakly: the native store is invisible to the cyclic collector, so a bound method
+        # there would keep this system, and its store, alive after the last user drops it.
+        self._store.set_request_sink(_weak_method(self._on_request_event))
         self.add: AddEvent = self._store.record if isinstance(self._clock, SystemClock) else self._add_with_clock
 
     # -- lifecycle -------------------------------------------------------------------------
@@ -323,3 +327,14 @@ class EventSystem:
             interned_strings=native["interned_strings"],
             memory_bytes=native["memory_bytes"],
         )
+
+
+def _weak_method(method: Callable[..., bool]) -> Callable[..., bool]:
+    """``method`` called through a weak reference to its object (False once it is gone)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(*args: Any) -> bool:
+        target = ref()
+        return target(*args) if target is not None else False
+
+    return call

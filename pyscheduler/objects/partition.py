@@ -454,6 +454,10 @@ class Partition:
         resize): the node, the application, its queues and its user's usage all move by the
         difference."""
         delta = app.resize_allocation(alloc.allocation_key, resource)
+        if alloc.preempted and app.queue is not None:
+            # A victim the RM has not killed yet: its queues' preempting resource follows its size
+            # (the confirmed release takes away the new size).
+            app.queue.inc_preempting(delta)
         node = self.nodes.get(alloc.node_id)
         if node is not None:
             node.resize_allocation(alloc.allocation_key, delta)

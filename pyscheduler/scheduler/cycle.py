@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyscheduler.common.gc_pause import collector_paused
+from pyscheduler.common.resources import Resource
 from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import Application
@@ -509,7 +510,15 @@ class SchedulingCycle:
                     # Its placement timeout passed: the hold ends, the ask takes the normal order.
                     partition.reservations.unreserve(reservation.allocation_key, node)
                     continue
-            if queue is None or not self._fits_headroom(partition, queue, app, ask):
+            if queue is None:
+                continue
+            if not self._fits_headroom(partition, queue, app, ask):
+                # YuniKorn tries preemption for an ask its queue's headroom refuses, reserved or
+                # not (the walk skips reserved asks, so this is their only chance).
+                if (not reservation.required and not ask.triggered_preemption
+                        and ask.resource.fits_in_max_undef(self._user_headroom(partition, queue, app))
+                        and self._try_preemption(partition, queue, app, ask, nodes_tried=False)):
+                    return None
                 continue
             # An app that is not running yet may have become unrunnable since it reserved
             # (YuniKorn's TryReservedAllocate skips it too, without a runnable event).
@@ -535,9 +544,13 @@ class SchedulingCycle:
         return None
 
     @staticmethod
-    def _fits_headroom(partition: Partition, queue: Queue, app: Application, ask: Allocation) -> bool:
-        user_room = partition.ugm.headroom(queue.path, app.app_id, app.user, app.groups)
-        return ask.resource.fits_in_max_undef(user_room) and ask.resource.fits_in_max_undef(queue.headroom())
+    def _user_headroom(partition: Partition, queue: Queue, app: Application) -> Resource | None:
+        return partition.ugm.headroom(queue.path, app.app_id, app.user, app.groups)
+
+    @classmethod
+    def _fits_headroom(cls, partition: Partition, queue: Queue, app: Application, ask: Allocation) -> bool:
+        return (ask.resource.fits_in_max_undef(cls._user_headroom(partition, queue, app))
+                and ask.resource.fits_in_max_undef(queue.headroom()))
 
     # -- commit -------------------------------------------------------------------------------------------
 
