@@ -52,10 +52,17 @@ def sort_for_required_node(allocations: list[Allocation]) -> list[Allocation]:
 
 
 def sort_for_quota(allocations: list[Allocation], maximum: Resource, amount: Resource) -> list[Allocation]:
-    """Quota-change preemption: kind (the protective order, decided in issue 13), lower priority,
-    newer by the hour (YuniKorn truncates creation times to the hour here), then the smaller
-    share of the max in the amount's types, so the victims come close to the amount."""
+    """Quota-change preemption: kind (the protective order, decided in issue 13), then
+    YuniKorn's keys: the larger percentage of the victim's resource types that the amount to
+    release has (a victim made of those types frees what is needed), lower priority, newer by
+    the hour (YuniKorn truncates creation times to the hour here), then the smaller share of the
+    max in the amount's types, so the victims come close to the amount."""
+    def matching(alloc: Allocation) -> int:
+        types = list(alloc.resource)
+        return sum(1 for name in types if name in amount) * 100 // len(types) if types else 0
+
     def share(alloc: Allocation) -> float:
         return sum(alloc.resource.get(k, 0) / maximum[k] for k in amount if maximum.get(k))
 
-    return sorted(allocations, key=lambda a: (victim_kind(a), a.priority, -(a.create_time_ns // HOUR_NS), share(a)))
+    return sorted(allocations, key=lambda a: (victim_kind(a), -matching(a), a.priority,
+                                              -(a.create_time_ns // HOUR_NS), share(a)))
