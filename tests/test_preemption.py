@@ -388,3 +388,65 @@ def test_a_victim_resized_before_it_is_killed_keeps_preempting_exact(new_size: i
         assert w.queue("root.busy").preempting == res() and w.queue("root").preempting == res()
     finally:
         w.close()
+
+
+def test_unconfigured_resource_types_are_unlimited_for_preemption() -> None:
+    # YUNIKORN-1685: the queues configure vcore only; the asks and victims also use memory.
+    # Types a max or a guarantee does not name are unlimited: they neither fence the search
+    # nor count against the guarantees, and the victim is found on vcore.
+    w = World(CONFIG)
+    try:
+        w.add_node("node-1", memory=1000, vcore=10000)
+        w.add_app("app-1", "root.parent.leaf1")
+        w.add_app("app-2", "root.parent.leaf2")
+        cycle = SchedulingCycle(w.context)
+        for key in ("alloc-1", "alloc-2"):
+            w.ask(key, "app-1", {"vcore": 5000, "memory": 400})
+            assert len(cycle.run()) == 1
+            w.advance(1.0)
+        w.ask("alloc-3", "app-2", {"vcore": 5000, "memory": 400},
+              preemption_policy=si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True))
+        w.advance(1.0)
+        cycle.run()
+        assert [r.allocation_key for r in w.rm.released] == ["alloc-2"], "the newest victim"
+        w.release("app-1", "alloc-2", termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
+        assert [d.ask.allocation_key for d in cycle.run()] == ["alloc-3"]
+    finally:
+        w.close()
+
+
+def test_a_triggered_ask_never_preempts_again() -> None:
+    # YUNIKORN-2270 (a GPU ask): the ask preempts, the RM confirms, but another pod the RM
+    # binds itself takes the freed GPU first. The ask stays pending and, as in YuniKorn, never
+    # preempts a second time, however long it waits (an ask preempts at most once).
+    w = World(config("""\
+          - name: busy
+          - name: starved
+            properties: {preemption.delay: 1ms}
+            resources:
+              guaranteed: {nvidia.com/gpu: 2}
+"""))
+    try:
+        w.nodes(si.NodeInfo(node_id="node-1", action=si.NodeAction.CREATE,
+                            schedulable_resource=res(vcore=100_000, memory=1000, **{"nvidia.com/gpu": 2})))
+        w.add_app("app-busy", "root.busy")
+        w.add_app("app-starved", "root.starved")
+        cycle = SchedulingCycle(w.context)
+        for key in ("busy-0", "busy-1"):
+            w.ask(key, "app-busy", res(vcore=1000, **{"nvidia.com/gpu": 1}))
+            assert len(cycle.run()) == 1
+            w.advance(1.0)
+        w.ask("gpu-ask", "app-starved", res(vcore=1000, **{"nvidia.com/gpu": 1}),
+              preemption_policy=si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True))
+        w.advance(1.0)
+        cycle.run()
+        assert [r.allocation_key for r in w.rm.released] == ["busy-1"]
+        w.release("app-busy", "busy-1", termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
+        w.allocs(w.alloc_msg("other", "app-busy", res(vcore=1000, **{"nvidia.com/gpu": 1}), node_id="node-1"))
+        for _ in range(4):
+            w.advance(20.0)
+            assert cycle.run() == []
+        ask = w.partition().applications["app-starved"].asks["gpu-ask"]
+        assert ask.triggered_preemption and len(w.rm.released) == 1
+    finally:
+        w.close()
