@@ -34,14 +34,11 @@ from typing import Any, Final
 from benchmarks.machine import Progress, fmt_ratio, format_table
 from pyscheduler.common.histogram import LatencyHistogram
 from benchmarks.scheduling import (
-    MANY_ASKS,
-    MANY_NODES,
     PREEMPTION_OFF_SHAPE,
     PREEMPTION_ON_SHAPE,
-    QUICK_MANY_ASKS,
-    QUICK_MANY_NODES,
-    case_timeout,
-    run_worker,
+    alternating_rates,
+    median_rate,
+    rate_ratio,
 )
 
 NODES: Final = 5_000
@@ -83,12 +80,10 @@ class PreemptionReport:
     failures: list[str] = field(default_factory=list)
 
     def median_rate(self, shape: str) -> float | None:
-        rates = self.rates.get(shape) or []
-        return statistics.median(rates) if rates else None
+        return median_rate(self.rates, shape)
 
     def ratio(self) -> float | None:
-        on, off = self.median_rate(PREEMPTION_ON_SHAPE), self.median_rate(PREEMPTION_OFF_SHAPE)
-        return on / off if on and off else None
+        return rate_ratio(self.rates, PREEMPTION_ON_SHAPE, PREEMPTION_OFF_SHAPE)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -233,23 +228,8 @@ def measure_decisions(cluster: str, nodes: int, attempts: int, progress: Callabl
 
 
 def measure_scheduling(report: PreemptionReport, quick: bool, progress: Callable[[str], None]) -> None:
-    nodes = QUICK_MANY_NODES if quick else MANY_NODES
-    asks = QUICK_MANY_ASKS if quick else MANY_ASKS
-    repeats = 1 if quick else REPEATS
-    for repeat in range(repeats):
-        for shape in (PREEMPTION_OFF_SHAPE, PREEMPTION_ON_SHAPE) if repeat % 2 else (PREEMPTION_ON_SHAPE,
-                                                                                     PREEMPTION_OFF_SHAPE):
-            progress(f"preemption: scheduling, {shape}, run {repeat + 1} of {repeats}")
-            try:
-                sample = run_worker("fair", nodes, asks, "native", case_timeout(asks), shape)
-            except Exception as exc:
-                report.failures.append(f"scheduling {shape}: {type(exc).__name__}: {exc}")
-                continue
-            threaded = sample["threaded"]
-            if threaded["error"]:
-                report.failures.append(f"scheduling {shape}: {threaded['error']}")
-                continue
-            report.rates.setdefault(shape, []).append(threaded["rate"])
+    alternating_rates((PREEMPTION_ON_SHAPE, PREEMPTION_OFF_SHAPE), quick=quick, repeats=1 if quick else REPEATS,
+                      family="preemption", rates=report.rates, failures=report.failures, progress=progress, swap=True)
 
 
 def run(*, quick: bool = False, progress: Callable[[str], None] | None = None) -> PreemptionReport:

@@ -34,8 +34,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from benchmarks.machine import Progress, fmt_ratio, format_table
-from benchmarks.scheduling import MANY_ASKS, MANY_NODES, MANY_QUEUES_SHAPE, QUICK_MANY_ASKS, QUICK_MANY_NODES
-from benchmarks.scheduling import ROLES_SHAPE, case_timeout, run_worker
+from benchmarks.scheduling import MANY_QUEUES_SHAPE, ROLES_SHAPE, alternating_rates, median_rate, rate_ratio
 
 NODES: Final = 10_000
 ROLES: Final = 50
@@ -69,12 +68,10 @@ class RoleHistoryReport:
     failures: list[str] = field(default_factory=list)
 
     def median_rate(self, shape: str) -> float | None:
-        rates = self.rates.get(shape) or []
-        return statistics.median(rates) if rates else None
+        return median_rate(self.rates, shape)
 
     def ratio(self) -> float | None:
-        on, off = self.median_rate(ROLES_SHAPE), self.median_rate(MANY_QUEUES_SHAPE)
-        return on / off if on and off else None
+        return rate_ratio(self.rates, ROLES_SHAPE, MANY_QUEUES_SHAPE)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -195,22 +192,8 @@ class _TimedLock:
 
 
 def measure_scheduling(report: RoleHistoryReport, quick: bool, progress: Callable[[str], None]) -> None:
-    nodes = QUICK_MANY_NODES if quick else MANY_NODES
-    asks = QUICK_MANY_ASKS if quick else MANY_ASKS
-    repeats = 1 if quick else REPEATS
-    for repeat in range(repeats):
-        for shape in (MANY_QUEUES_SHAPE, ROLES_SHAPE):
-            progress(f"role-history: scheduling, {shape}, run {repeat + 1} of {repeats}")
-            try:
-                sample = run_worker("fair", nodes, asks, "native", case_timeout(asks), shape)
-            except Exception as exc:
-                report.failures.append(f"scheduling {shape}: {type(exc).__name__}: {exc}")
-                continue
-            threaded = sample["threaded"]
-            if threaded["error"]:
-                report.failures.append(f"scheduling {shape}: {threaded['error']}")
-                continue
-            report.rates.setdefault(shape, []).append(threaded["rate"])
+    alternating_rates((MANY_QUEUES_SHAPE, ROLES_SHAPE), quick=quick, repeats=1 if quick else REPEATS,
+                      family="role-history", rates=report.rates, failures=report.failures, progress=progress)
 
 
 def run(*, quick: bool = False, progress: Callable[[str], None] | None = None) -> RoleHistoryReport:

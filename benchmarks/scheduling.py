@@ -47,6 +47,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import statistics
 import subprocess
 import sys
 import threading
@@ -477,6 +478,43 @@ def run_worker(policy: str, nodes: int, asks: int, ordering: str, timeout: float
         raise RuntimeError(f"worker exited with {done.returncode}: {tail or 'no output'}")
     result: dict[str, Any] = json.loads(lines[-1])
     return result
+
+
+def alternating_rates(shapes: Sequence[str], *, quick: bool, repeats: int, family: str,
+                      rates: dict[str, list[float]], failures: list[str], progress: Callable[[str], None],
+                      swap: bool = False) -> None:
+    """Threaded allocations/s of many-queues shape variants (fair, native), each run in a fresh
+    subprocess, ``repeats`` times in turn (``swap``: the order reversed every other repeat, so
+    neither variant always runs first); each run's rate goes to ``rates[shape]``, a failed run
+    to ``failures``."""
+    nodes = QUICK_MANY_NODES if quick else MANY_NODES
+    asks = QUICK_MANY_ASKS if quick else MANY_ASKS
+    for repeat in range(repeats):
+        order = list(reversed(shapes)) if swap and repeat % 2 else list(shapes)
+        for shape in order:
+            progress(f"{family}: scheduling, {shape}, run {repeat + 1} of {repeats}")
+            try:
+                sample = run_worker("fair", nodes, asks, "native", case_timeout(asks), shape)
+            except Exception as exc:
+                failures.append(f"scheduling {shape}: {type(exc).__name__}: {exc}")
+                continue
+            threaded = sample["threaded"]
+            if threaded["error"]:
+                failures.append(f"scheduling {shape}: {threaded['error']}")
+                continue
+            rates.setdefault(shape, []).append(threaded["rate"])
+
+
+def median_rate(rates: dict[str, list[float]], shape: str) -> float | None:
+    """The median of a shape's runs, None without any."""
+    runs = rates.get(shape) or []
+    return statistics.median(runs) if runs else None
+
+
+def rate_ratio(rates: dict[str, list[float]], numerator: str, denominator: str) -> float | None:
+    """Ratio of two shapes' median rates (same run), None when either is missing."""
+    top, bottom = median_rate(rates, numerator), median_rate(rates, denominator)
+    return top / bottom if top and bottom else None
 
 
 def _median_sample(samples: Sequence[dict[str, Any]], mode: str) -> dict[str, Any] | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from pyscheduler.common.resources import Resource
 from pyscheduler.config.queue_preemption import PreemptionPolicy
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.queue import Queue
@@ -19,6 +18,7 @@ from pyscheduler.scheduler.preemption.guaranteed import (
     GuaranteedPreemptor,
     PreemptionPlan,
     _Check,
+    _trim,
 )
 from pyscheduler.scheduler.preemption.ordering import shares_a_type
 from pyscheduler.scheduler.preemption.snapshot import not_negative
@@ -99,15 +99,7 @@ class ReferencePreemptor(GuaranteedPreemptor):
         if not victims:
             return ""
         ask = self.ask.resource
-        fits_already = ask.fits_in(self.available[node_id])
-        final: list[Allocation] = []
-        total = Resource()
-        for victim in victims:
-            if not fits_already and victim.node_id != node_id:
-                continue
-            if not ask.fits_in(total):
-                final.append(victim)
-            total = total + victim.resource
+        final, total = _trim(ask, victims, node_id, ask.fits_in(self.available[node_id]))
         if not ask.fits_in(total):
             return PREEMPTION_SHORTFALL
         return PreemptionPlan(node_id, tuple(final))

@@ -174,7 +174,7 @@ def test_generation_is_lazy() -> None:
 
 
 def test_workload_enums_match_the_events_package() -> None:
-    events_pkg = pytest.importorskip("pyscheduler.events")
+    import pyscheduler.events as events_pkg
     for name, value in [("APP", workload.TYPE_APP), ("NODE", workload.TYPE_NODE), ("QUEUE", workload.TYPE_QUEUE)]:
         assert events_pkg.EventRecordType[name] == value
     for name, value in [("SET", 1), ("ADD", 2), ("REMOVE", 3)]:

@@ -590,22 +590,29 @@ def test_try_preemption_on_queue(worlds: list[World], rm: MockRM, found: bool) -
         assert not isinstance(result, tuple)
 
 
+def unguaranteed_sibling(worlds: list[World], parent_max: int, nodes: Mapping[str, Mapping[str, int]]) -> World:
+    """The setup of YuniKorn's "InsufficientResource" tests: root.parent (max first:
+    ``parent_max``) with child1 (no guarantee, app-1) and child2 (guaranteed first:5, app-2)."""
+    w = cluster(f"""\
+          - name: parent
+            resources: {{max: {{first: {parent_max}}}}}
+            queues:
+              - name: child1
+              - name: child2
+                resources: {{guaranteed: {{first: 5}}}}
+""", nodes)
+    worlds.append(w)
+    w.add_app("app-1", "root.parent.child1")
+    w.add_app("app-2", "root.parent.child2")
+    return w
+
+
 def test_try_preemption_victims_available_insufficient_resource(worlds: list[World]) -> None:
     """TestTryPreemption_VictimsAvailable_InsufficientResource: node1 and node2 {first:10,
     pods:2} have room; parent max 8; child1 (no guarantee) holds alloc1 and alloc2 ({first:2,
     pods:1}, 4 in all); child2 (guaranteed 5) asks {first:5, pods:1}. The victims (4) cannot
     cover the ask (5): "Preemption helped but short of resources", nothing preempted."""
-    w = cluster("""\
-          - name: parent
-            resources: {max: {first: 8}}
-            queues:
-              - name: child1
-              - name: child2
-                resources: {guaranteed: {first: 5}}
-""", {"node1": {"first": 10, "pods": 2}, "node2": {"first": 10, "pods": 2}})
-    worlds.append(w)
-    w.add_app("app-1", "root.parent.child1")
-    w.add_app("app-2", "root.parent.child2")
+    w = unguaranteed_sibling(worlds, 8, {"node1": {"first": 10, "pods": 2}, "node2": {"first": 10, "pods": 2}})
     running(w, "alloc1", "app-1", {"first": 2, "pods": 1}, "node1", age=HOUR)
     running(w, "alloc2", "app-1", {"first": 2, "pods": 1}, "node2")
     pending(w, "alloc3", "app-2", FIVE_AND_A_POD)
@@ -618,17 +625,7 @@ def test_try_preemption_victims_on_different_nodes_insufficient_resource(worlds:
     node2 ({first:2, pods:1}); child2 (guaranteed 5) asks first:5. The RM accepts node1 with
     alloc1 and node2 with alloc2, but one node's victim (2) does not cover the ask (5):
     "Preemption helped but short of resources", nothing preempted."""
-    w = cluster("""\
-          - name: parent
-            resources: {max: {first: 6}}
-            queues:
-              - name: child1
-              - name: child2
-                resources: {guaranteed: {first: 5}}
-""", {"node1": FIVE_AND_A_POD, "node2": FIVE_AND_A_POD})
-    worlds.append(w)
-    w.add_app("app-1", "root.parent.child1")
-    w.add_app("app-2", "root.parent.child2")
+    w = unguaranteed_sibling(worlds, 6, {"node1": FIVE_AND_A_POD, "node2": FIVE_AND_A_POD})
     running(w, "alloc1", "app-1", {"first": 2, "pods": 1}, "node1", age=HOUR)
     running(w, "alloc2", "app-1", {"first": 2, "pods": 1}, "node2")
     pending(w, "alloc3", "app-2", {"first": 5})
@@ -644,17 +641,7 @@ def test_try_preemption_victims_available_on_different_nodes(worlds: list[World]
     does not cover 5, "Preemption helped but short of resources". (YuniKorn after YUNIKORN-3449
     counts node1's free room, 1 + 4 = 5, and preempts alloc1: pyscheduler keeps the reference,
     docs/preemption.md, "The slow case".)"""
-    w = cluster("""\
-          - name: parent
-            resources: {max: {first: 6}}
-            queues:
-              - name: child1
-              - name: child2
-                resources: {guaranteed: {first: 5}}
-""", {"node1": FIVE_AND_A_POD, "node2": {"first": 4, "pods": 1}})
-    worlds.append(w)
-    w.add_app("app-1", "root.parent.child1")
-    w.add_app("app-2", "root.parent.child2")
+    w = unguaranteed_sibling(worlds, 6, {"node1": FIVE_AND_A_POD, "node2": {"first": 4, "pods": 1}})
     running(w, "alloc1", "app-1", {"first": 4, "pods": 1}, "node1", age=MINUTE)
     running(w, "alloc2", "app-1", {"first": 2, "pods": 1}, "node2")
     pending(w, "alloc3", "app-2", {"first": 5})

@@ -20,8 +20,9 @@ import pytest
 # The shared helpers in tests/ (event_oracle.py) are importable when tests/web runs alone too.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-pytest.importorskip("pyscheduler_web", reason="the web package is not installed (pip install -e web)")
-pytest.importorskip("requests")
+# `make test` installs the web package and requests: without them these tests must fail, not skip.
+import pyscheduler_web  # noqa: E402,F401
+import requests  # noqa: E402,F401
 
 from web_helpers import DEFAULT_SETTINGS, TEST_QUEUES, Server, StreamClient, launch, stop  # noqa: E402
 
