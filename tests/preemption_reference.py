@@ -21,7 +21,7 @@ from pyscheduler.scheduler.preemption.guaranteed import (
     _trim,
 )
 from pyscheduler.scheduler.preemption.ordering import shares_a_type
-from pyscheduler.scheduler.preemption.snapshot import not_negative
+from pyscheduler.scheduler.preemption.snapshot import covers, not_negative
 from pyscheduler.scheduler.preemption.victims import Victims, _snapshot_of, fence_root
 
 
@@ -100,6 +100,6 @@ class ReferencePreemptor(GuaranteedPreemptor):
             return ""
         ask = self.ask.resource
         final, total = _trim(ask, victims, node_id, ask.fits_in(self.available[node_id]))
-        if not ask.fits_in(total):
+        if not covers(total, ask.view()):
             return PREEMPTION_SHORTFALL
         return PreemptionPlan(node_id, tuple(final))

@@ -26,8 +26,12 @@ for the numbers are later (they include YUNIKORN-3449, which makes the final che
 chosen node's free room, and drop the per-victim check of the ask's queue); where a later
 version changed an expected outcome the spec's outcome is kept and the docstring says so.
 
-A test marked ``xfail(strict=True)`` is a case where pyscheduler decides differently from
-YuniKorn; its reason names the difference and where it is in the code.
+Every ported scenario reaches YuniKorn's outcome. The multi-type ones rest on three rules
+pyscheduler shares with YuniKorn: a remaining guarantee takes its parent's quantity for the
+types its own guarantee does not name (``snapshot.component_min_permissive``); the ask's and the
+victims' queues are judged in the ask's types only (``ask_queue_under_guaranteed``,
+``victim_queue_over_guaranteed``); the victims cover the ask in the types they hold
+(``snapshot.covers``).
 
 **Not ported.** ``TestTryPreemption_VictimReleased_InsufficientResource`` and the "released"
 rows of the victim filters: a decision runs under the partition's lock and an allocation the RM
@@ -70,7 +74,12 @@ from pyscheduler.scheduler.preemption.guaranteed import (
 from pyscheduler.scheduler.preemption.ordering import sort_for_quota, sort_for_required_node
 from pyscheduler.scheduler.preemption.quota import _leaf_victims, _split, preemptable_amount
 from pyscheduler.scheduler.preemption.required_node import required_node_victims
-from pyscheduler.scheduler.preemption.snapshot import Quantities, QueueSnapshot, not_negative, strictly_negative
+from pyscheduler.scheduler.preemption.snapshot import (
+    Quantities,
+    QueueSnapshot,
+    ask_queue_under_guaranteed,
+    victim_queue_over_guaranteed,
+)
 from pyscheduler.scheduler.preemption.victims import Victims
 from pyscheduler.si import messages as si
 from pyscheduler.testing.recording import RecordingRM
@@ -338,18 +347,9 @@ def test_check_preemption_queue_guarantees(worlds: list[World]) -> None:
     assert decide(w, "root.parent.child2", "app-2", "alloc4") == PREEMPTION_GUARANTEES_CHECK_FAILED
 
 
-_NO_GUARANTEE_XFAIL = pytest.mark.xfail(strict=True, reason=(
-    "child2 has no guarantee of its own: YuniKorn's remaining guarantee of child2 inherits the "
-    "parent's (its queue check passes, the nodes fit, and its additional victims take one of "
-    "child1's allocations). pyscheduler's QueueSnapshot.remaining_guaranteed counts a type "
-    "missing from child2's guarantee as 0 (snapshot.component_min), so child2's remaining "
-    "never rises above 0; GuaranteedPreemptor._additional_victims then finds no victim that "
-    "changes it and try_preemption returns '' (no preemption)"))
-
-
 @pytest.mark.parametrize("parent_g,child_g,expected", [
     pytest.param({}, {}, False, id="NoGuaranteed"),
-    pytest.param({"first": 10}, {}, True, id="ParentGuaranteed", marks=_NO_GUARANTEE_XFAIL),
+    pytest.param({"first": 10}, {}, True, id="ParentGuaranteed"),
     pytest.param({}, {"first": 5}, True, id="ChildGuaranteed"),
     pytest.param({"first": 10}, {"first": 5}, True, id="BothGuaranteed"),
 ])
@@ -387,17 +387,8 @@ def test_check_preemption_queue_guarantees_with_no_guaranteed_resources(
 # -- the two truth tables -------------------------------------------------------------------------
 
 
-def _row(ask: dict[str, int], queue: dict[str, int], expected: bool, name: str, differs: str = "") -> object:
-    marks = [pytest.mark.xfail(strict=True, reason=differs)] if differs else []
-    return pytest.param(ask, queue, expected, id=name, marks=marks)
-
-
-_ASK_TYPES_ONLY = (
-    "YuniKorn's isAskQueueUnderGuaranteed looks only at the ask's resource types: a type the "
-    "ask does not use may be over its guarantee. pyscheduler's rule (GuaranteedPreemptor."
-    "_queue_check: snapshot.not_negative(remaining); _over_guarantee for the per-node and "
-    "additional-victim steps) requires every type of the ask queue's remaining guarantee to be "
-    ">= 0, so an ask queue over its guarantee in an unrelated type never preempts")
+def _row(ask: dict[str, int], queue: dict[str, int], expected: bool, name: str) -> object:
+    return pytest.param(ask, queue, expected, id=name)
 
 
 @pytest.mark.parametrize("ask,remaining,expected", [
@@ -405,8 +396,7 @@ _ASK_TYPES_ONLY = (
     _row({"first": 1}, {"first": 0}, True, "matching res types with zero value"),
     _row({"first": 1}, {"first": -10}, False, "matching res types with -ve value"),
     _row({"first": 1, "second": 1}, {"first": 10, "second": -10}, False, "matching, one -ve and one +ve"),
-    _row({"first": 1}, {"first": 10, "second": -10}, True, "matching +ve and non matching -ve",
-         differs=_ASK_TYPES_ONLY),
+    _row({"first": 1}, {"first": 10, "second": -10}, True, "matching +ve and non matching -ve"),
     _row({"first": 1}, {"first": -10, "second": 10}, False, "matching -ve and non matching +ve"),
     _row({"first": 1, "third": 1}, {"first": 10}, True, "matching +ve and non matching types"),
     _row({"first": 1, "third": 1}, {"first": -10}, False, "matching -ve and non matching types"),
@@ -414,35 +404,23 @@ _ASK_TYPES_ONLY = (
 def test_is_ask_queue_under_guaranteed(ask: dict[str, int], remaining: dict[str, int], expected: bool) -> None:
     """TestIsAskQueueUnderGuaranteed: is the ask's queue (its remaining guarantee) under its
     guarantee for this ask? pyscheduler's rule is the one its queue check applies."""
-    del ask  # pyscheduler's rule does not look at the ask
-    assert not_negative(remaining) is expected
-
-
-_VICTIM_ASK_TYPES = (
-    "YuniKorn's isVictimQueueOverGuaranteed: the victim's queue is over its guarantee when a "
-    "type of the ask is below zero in its remaining guarantee, whatever the other types. "
-    "pyscheduler's per-node rule (guaranteed._remove_if_over with strictly=True: "
-    "snapshot.strictly_negative(remaining)) requires no type above zero and one below, so a "
-    "victim queue under its guarantee in some other type is never a victim on a node")
+    assert ask_queue_under_guaranteed(ask, remaining) is expected
 
 
 @pytest.mark.parametrize("ask,remaining,expected", [
     _row({"first": 1}, {"first": 10}, False, "matching res types with +ve value"),
     _row({"first": 1}, {"first": 0}, False, "matching res types with zero value"),
     _row({"first": 1}, {"first": -10}, True, "matching res types with -ve value"),
-    _row({"first": 1, "second": 1}, {"first": 10, "second": -10}, True, "matching, one -ve and one +ve",
-         differs=_VICTIM_ASK_TYPES),
+    _row({"first": 1, "second": 1}, {"first": 10, "second": -10}, True, "matching, one -ve and one +ve"),
     _row({"first": 1}, {"first": 10, "second": -10}, False, "matching +ve and non matching -ve"),
-    _row({"first": 1}, {"first": -10, "second": 10}, True, "matching -ve and non matching +ve",
-         differs=_VICTIM_ASK_TYPES),
+    _row({"first": 1}, {"first": -10, "second": 10}, True, "matching -ve and non matching +ve"),
     _row({"first": 1, "third": 1}, {"first": 10}, False, "matching +ve and non matching types"),
     _row({"first": 1, "third": 1}, {"first": -10}, True, "matching -ve and non matching types"),
 ])
 def test_is_victim_queue_over_guaranteed(ask: dict[str, int], remaining: dict[str, int], expected: bool) -> None:
     """TestIsVictimQueueOverGuaranteed: is the victim's queue (its remaining guarantee) over its
     guarantee for this ask? pyscheduler's rule is the one its per-node plan applies."""
-    del ask  # pyscheduler's rule does not look at the ask
-    assert strictly_negative(remaining) is expected
+    assert victim_queue_over_guaranteed(ask, remaining) is expected
 
 
 # -- TryPreemption: siblings with guarantees ------------------------------------------------------
@@ -746,25 +724,6 @@ def victims_in_child2(w: World, small: Mapping[str, int], vcore_one: Mapping[str
     running(w, "alloc3", "app-3", vcore_one, "node1")
 
 
-_VICTIMS_LACK_AN_ASK_TYPE = (
-    "the ask needs mem:200, which the node has free, and vcores, which the victims free; no "
-    "victim holds mem. YuniKorn's final trim and shortfall check "
-    "(StrictlyGreaterThanOnlyExisting) compare only the types the victims hold, so the "
-    "vcores victims suffice. pyscheduler's (guaranteed._trim and the last check of "
-    "GuaranteedPreemptor.try_preemption) use Resource.fits_in, which wants every type of the "
-    "ask covered by the victims: 'Preemption helped but short of resources'")
-
-
-_MISSING_TYPE_IS_ZERO = (
-    "the ask's leaf child1 has no guarantee of its own, its parent parent1 has one: YuniKorn's "
-    "remaining guarantee of child1 inherits parent1's (vcores 1) and a victim lowers it, so the "
-    "additional victims take one. pyscheduler's QueueSnapshot.remaining_guaranteed counts the "
-    "type missing from child1's (empty) guarantee as 0 (snapshot.component_min), child1's "
-    "remaining stays at 0 whatever is removed, GuaranteedPreemptor._additional_victims finds no "
-    "victim that changes it and try_preemption returns '' (no preemption)")
-
-
-@pytest.mark.xfail(strict=True, reason=_MISSING_TYPE_IS_ZERO)
 def test_try_preemption_ask_res_types_different_guaranteed_set_on_preemptor_side(worlds: list[World]) -> None:
     """TestTryPreemption_AskResTypesDifferent_GuaranteedSetOnPreemptorSide: node1 {vcores:3,
     mem:400} has room; parent max vcores:2 is full; parent1 (guaranteed vcores:1) holds child1,
@@ -827,7 +786,6 @@ def test_try_preemption_on_node_ask_res_types_different_guaranteed_set_on_victim
     assert rm.error is None
 
 
-@pytest.mark.xfail(strict=True, reason=_VICTIMS_LACK_AN_ASK_TYPE)
 @pytest.mark.parametrize("ask_cores,alloc1_preempted", [
     pytest.param(2, False, id="preempt 2 victims - alloc1 protected"),
     pytest.param(3, True, id="preempt 3 victims with pods dimension"),
@@ -850,7 +808,6 @@ def test_try_preemption_ask_res_types_same_guaranteed_set_on_preemptor_side(
     assert isinstance(result, tuple) and result[0] == "node1" and sorted(result[1]) == expected, result
 
 
-@pytest.mark.xfail(strict=True, reason=_VICTIMS_LACK_AN_ASK_TYPE)
 def test_try_preemption_on_node_ask_res_types_same_guaranteed_set_on_preemptor_side(worlds: list[World]) -> None:
     """TestTryPreemption_OnNode_AskResTypesSame_GuaranteedSetOnPreemptorSide: full node1
     {vcores:3, gpu:300, mem:200}; no parent max; child1 (guaranteed vcores:2) asks {vcores:2,
@@ -867,7 +824,6 @@ def test_try_preemption_on_node_ask_res_types_same_guaranteed_set_on_preemptor_s
     assert rm.error is None
 
 
-@pytest.mark.xfail(strict=True, reason=_VICTIMS_LACK_AN_ASK_TYPE)
 def test_try_preemption_ask_res_types_same_guaranteed_set_on_victim_and_preemptor_sides(worlds: list[World]) -> None:
     """TestTryPreemption_AskResTypesSame_GuaranteedSetOnVictimAndPreemptorSides: node1
     {vcores:5, gpu:700, mem:200} has room; parent max {vcores:3, gpu:700, mem:200} is full in
@@ -884,7 +840,6 @@ def test_try_preemption_ask_res_types_same_guaranteed_set_on_victim_and_preempto
     assert isinstance(result, tuple) and result[0] == "node1" and sorted(result[1]) == ["alloc2", "alloc3"], result
 
 
-@pytest.mark.xfail(strict=True, reason=_VICTIMS_LACK_AN_ASK_TYPE)
 def test_try_preemption_on_node_ask_res_types_same_guaranteed_set_on_victim_and_preemptor_sides(
         worlds: list[World]) -> None:
     """TestTryPreemption_OnNode_AskResTypesSame_GuaranteedSetOnVictimAndPreemptorSides: as the
@@ -946,15 +901,6 @@ def test_try_preemption_on_node_ug_parent(worlds: list[World], child1_g: dict[st
         assert result == expected
 
 
-_VICTIM_UNDER_IN_OTHER_TYPE = (
-    "child1 (the victims' leaf) is over its guarantee in first (20 of 10) but under it in second "
-    "(0 of 2): YuniKorn's isVictimQueueOverGuaranteed looks at the ask's types only and takes a "
-    "victim; pyscheduler's per-node plan (guaranteed._remove_if_over, strictly=True: "
-    "snapshot.strictly_negative) wants no type of the remaining guarantee above zero, finds no "
-    "victim on either full node and try_preemption returns ''")
-
-
-@pytest.mark.xfail(strict=True, reason=_VICTIM_UNDER_IN_OTHER_TYPE)
 def test_try_preemption_victim_queue_with_og_and_ug_res_types(worlds: list[World]) -> None:
     """TestTryPreemption_VictimQueue_With_OG_And_UG_ResTypes: node1 and node2 {first:10,
     second:2}, full in first; parent max {first:20, second:4}; child1 (guaranteed {first:10,
@@ -986,8 +932,7 @@ _UNDER_DIFF_PARENT = [
     pytest.param({"first": 10, "second": 2}, {"first": 10}, None, None,
                  id="victim queue under parent different from ask queue with some OG res types"),
     pytest.param(None, None, {"first": 10, "second": 2}, {"first": 10},
-                 id="victim queue with some OG res types under parent different from ask queue",
-                 marks=pytest.mark.xfail(strict=True, reason=_VICTIM_UNDER_IN_OTHER_TYPE)),
+                 id="victim queue with some OG res types under parent different from ask queue"),
 ]
 
 
@@ -1023,17 +968,6 @@ def test_try_preemption_victim_queue_under_diff_parent_with_og_and_ug_res_types(
     assert isinstance(result, tuple) and len(result[1]) == 1 and result[1][0] in ("alloc1", "alloc2"), result
 
 
-_ASK_OVER_IN_OTHER_TYPE = (
-    "two differences. (1) child2 (the ask's leaf) is over its guarantee in second (3 of 2), a "
-    "type the ask {first:5, third:10} does not use: YuniKorn's checks of the ask queue "
-    "(isAskQueueUnderGuaranteed) look at the ask's types only; pyscheduler's look at every type "
-    "(GuaranteedPreemptor._queue_check: snapshot.not_negative; _short_of_guarantee and "
-    "_over_guarantee: _has_negative), so the queue check fails. (2) With that aside, no victim "
-    "holds third (the node has it free): YuniKorn's final check compares only the types the "
-    "victims hold, pyscheduler's (_trim and try_preemption's last check, Resource.fits_in) "
-    "wants every type of the ask: 'Preemption helped but short of resources'")
-
-
 def ask_queue_over_in_other_type(w: World, victim_leaf: str, ask_leaf: str) -> Outcome:
     """YuniKorn's AskQueue_*_OG_And_UG_ResTypes scenario (see the tests)."""
     w.add_app("app-1", victim_leaf)
@@ -1046,7 +980,6 @@ def ask_queue_over_in_other_type(w: World, victim_leaf: str, ask_leaf: str) -> O
     return decide(w, ask_leaf, "app-3", "alloc4")
 
 
-@pytest.mark.xfail(strict=True, reason=_ASK_OVER_IN_OTHER_TYPE)
 def test_try_preemption_ask_queue_with_og_and_ug_res_types(worlds: list[World]) -> None:
     """TestTryPreemption_AskQueue_With_OG_And_UG_ResTypes: node1 and node2 {first:10, second:3,
     third:10}; parent max {first:20, second:6}; child1 (guaranteed first:10) runs alloc1
@@ -1067,7 +1000,6 @@ def test_try_preemption_ask_queue_with_og_and_ug_res_types(worlds: list[World]) 
     assert isinstance(result, tuple) and len(result[1]) == 1 and result[1][0] in ("alloc1", "alloc2"), result
 
 
-@pytest.mark.xfail(strict=True, reason=_ASK_OVER_IN_OTHER_TYPE)
 @pytest.mark.parametrize("victim_parent_g,ask_parent_g,victim_child_g,ask_child_g", [
     pytest.param({"first": 10}, {"first": 10, "second": 2}, None, None,
                  id="ask queue under parent different from victim queue with some OG res types"),
@@ -1384,11 +1316,6 @@ def test_filter_allocations(worlds: list[World], case: str, expected: list[str])
 # -- quota preemption: victim order, amount, split, greedy choice ----------------------------------
 
 
-_EQUAL_SHARES = (
-    "Both victims match every type and have equal sums of shares of the max (0.05 + 0.10 and "
-    "0.10 + 0.05): YuniKorn's test expects ask1 first, by a tie-break its size comparison makes "
-    "that the spec does not describe; pyscheduler's sort_for_quota keeps the input order on a tie")
-
 _TOTAL = {"first": 100, "second": 100, "third": 100, "fourth": 100}
 _ASK_EXTRA = {"first": 10, "extra_a": 10, "extra_b": 10}
 _ASK_TWO = {"first": 1, "second": 1}
@@ -1408,9 +1335,8 @@ _R13 = ("ask2", {"first": 10, "second": 10})
 
 
 def _sort_row(victims: list[tuple[str, dict[str, int]]], ask: dict[str, int], expected: list[str], name: str,
-              differs: bool = False) -> object:
-    marks = [pytest.mark.xfail(strict=True, reason=_EQUAL_SHARES)] if differs else []
-    return pytest.param(victims, ask, expected, id=name, marks=marks)
+              ) -> object:
+    return pytest.param(victims, ask, expected, id=name)
 
 
 @pytest.mark.parametrize("victims,ask,expected", [
@@ -1421,8 +1347,7 @@ def _sort_row(victims: list[tuple[str, dict[str, int]]], ask: dict[str, int], ex
     _sort_row([_R5, _R6, _R7, _R8], _ASK_EXTRA, ["ask1", "ask2", "ask3", "ask4"],
               "ordering on the matching type, other types do not matter"),
     _sort_row([_R6, _R7, _R8, _R9], _ASK_EXTRA, ["ask4", "ask1", "ask2", "ask3"], "a negative quantity"),
-    _sort_row([_R10, _R11], _ASK_TWO, ["ask1", "ask2"], "one type bigger, the other smaller, and vice versa",
-              differs=True),
+    _sort_row([_R10, _R11], _ASK_TWO, ["ask1", "ask2"], "one type bigger, the other smaller, and vice versa"),
     _sort_row([_R13, _R12], _ASK_TWO, ["ask1", "ask2"], "one victim smaller in the only type it has"),
 ])
 def test_sort_allocations_based_on_ask(victims: list[tuple[str, dict[str, int]]], ask: dict[str, int],
@@ -1727,21 +1652,9 @@ _A5: Four = (_sum(_times(_S, 2), _times(_C, 2)), _sum(_S, _times(_C, 2)), _times
 _F0 = {"first": 0}
 _F0_SM5 = {"first": 0, "second": -5}
 
-_PERMISSIVE_MIN = (
-    "YuniKorn's remaining guarantee takes the min of a queue's own remaining and its parent's "
-    "with a type missing on one side taking the other side's quantity, and a queue without a "
-    "guarantee takes its parent's: child1 (guaranteed second:5) under a parent with first:10 "
-    "left has {first:10, second:5}. pyscheduler's QueueSnapshot.remaining_guaranteed counts a "
-    "missing type as 0 (snapshot.component_min, applied to the queue's own guarantee or {}): "
-    "child1 gets {first:0, second:0} here ({first:-5, second:0} instead of {first:-5, second:5} "
-    "once the parent is over), and a queue without a guarantee (res1's parent and child2) "
-    "{first:0} instead of {first:10}")
-
-
 def _remaining_row(guaranteed: Four, allocated: Four, ask_leaf: str, expected: Four, name: str,
-                   differs: bool = False) -> object:
-    marks = [pytest.mark.xfail(strict=True, reason=_PERMISSIVE_MIN)] if differs else []
-    return pytest.param(guaranteed, allocated, ask_leaf, expected, id=name, marks=marks)
+                   ) -> object:
+    return pytest.param(guaranteed, allocated, ask_leaf, expected, id=name)
 
 
 _RES1_G: Four = (_times(_S, 2), None, _C, None)
@@ -1751,20 +1664,18 @@ _CHILD2 = "root.parent.child2"
 
 
 @pytest.mark.parametrize("guaranteed,allocated,ask_leaf,expected", [
-    _remaining_row(_RES1_G, _A1, _CHILD3, _RES1_REMAINING, "ask queue child3: guarantees at some levels, no usage",
-                   differs=True),
+    _remaining_row(_RES1_G, _A1, _CHILD3, _RES1_REMAINING, "ask queue child3: guarantees at some levels, no usage"),
     _remaining_row(_G1, _A1, _CHILD3, (_times(_S, 2), _S, _sum(_S, _C), _S),
-                   "ask queue child3: every guarantee, no usage", differs=True),
+                   "ask queue child3: every guarantee, no usage"),
     _remaining_row(_G1, _A2, _CHILD3, (_F0, {"first": -5}, {"first": -5, "second": 5}, {"first": -5}),
-                   "ask queue child3: parent, root and child2 use their guarantees", differs=True),
+                   "ask queue child3: parent, root and child2 use their guarantees"),
     _remaining_row(_G1, _A3, _CHILD3, (_F0, _F0, {"first": 0, "second": 0}, _F0),
                    "ask queue child3: guarantees used exactly"),
     _remaining_row(_G1, _A4, _CHILD3, (_F0, _F0, {"first": 0, "second": -5}, _F0),
                    "ask queue child3: child1 uses twice its guarantee"),
     _remaining_row(_G2, _A5, _CHILD3, (_F0, _F0_SM5, _F0_SM5, _F0_SM5),
                    "ask queue child3: parent over in second, child2 under"),
-    _remaining_row(_RES1_G, _A1, _CHILD2, _RES1_REMAINING, "ask queue child2: guarantees at some levels, no usage",
-                   differs=True),
+    _remaining_row(_RES1_G, _A1, _CHILD2, _RES1_REMAINING, "ask queue child2: guarantees at some levels, no usage"),
     _remaining_row(_G1, _A1, _CHILD2, (_times(_S, 2), None, _C, _S), "ask queue child2: every guarantee, no usage"),
     _remaining_row(_G1, _A2, _CHILD2, (_F0, None, _C, _F0), "ask queue child2: its guarantee used"),
     _remaining_row(_G1, _A3, _CHILD2, (_F0, None, {"second": 0}, _F0), "ask queue child2: guarantees used exactly"),

@@ -20,8 +20,14 @@ One attempt (:meth:`GuaranteedPreemptor.try_preemption`), all under the partitio
    ``preemption_predicates`` gets the first candidate, as YuniKorn does without an RM plugin.
 4. **Finish**: more victims from anywhere below the fence while the ask's queue stays above its
    guarantee; if the chosen node cannot take the ask without them, only that node's victims
-   count; they are trimmed once they cover the ask; a shortfall fails ("Preemption helped but
-   short of resources").
+   count; they are trimmed once they cover the ask in the types they hold
+   (:func:`.snapshot.covers`); a shortfall fails ("Preemption helped but short of resources").
+
+"Above" and "below its guarantee" look at the ask's resource types only, as YuniKorn's
+isAskQueueUnderGuaranteed and isVictimQueueOverGuaranteed do: a queue over its guarantee in
+memory may still preempt for vcores, and a queue under its guarantee in GPUs may still give up
+vcores. A queue's remaining guarantee is bounded by its parent's only in the types both name
+(:meth:`.snapshot.QueueSnapshot.remaining_guaranteed`).
    Then each victim is marked preempted and its queue's preempting resource grows, the ask is
    marked as having triggered preemption (it never preempts again), and the caller releases
    the victims through the RM in one message and reserves the node for the ask.
@@ -37,7 +43,13 @@ from typing import TYPE_CHECKING, Final
 
 from pyscheduler.common.resources import Resource
 from pyscheduler.scheduler.preemption.ordering import sort_for_node
-from pyscheduler.scheduler.preemption.snapshot import Quantities, QueueSnapshot, not_negative, strictly_negative
+from pyscheduler.scheduler.preemption.snapshot import (
+    Quantities,
+    QueueSnapshot,
+    ask_queue_under_guaranteed,
+    covers,
+    victim_queue_over_guaranteed,
+)
 from pyscheduler.scheduler.preemption.victims import Victims
 from pyscheduler.si.callback import PredicatesFunc, PreemptionPredicatesFunc, check_predicates
 from pyscheduler.si.messages import PredicatesArgs, PreemptionPredicatesArgs
@@ -152,26 +164,27 @@ class GuaranteedPreemptor:
         ask = self.ask.resource
         fits_already = ask.fits_in(self.available[node_id])
         final, total = _trim(ask, victims, node_id, fits_already)
-        if fits_already or not ask.fits_in(total):
+        if fits_already or not covers(total, ask):
             # The node's own victims do not cover the ask: YuniKorn's additional victims count.
             extra, _ = self._additional_victims(victims)
             if not victims and not extra:
                 return ""
             final, total = _trim(ask, victims + extra, node_id, fits_already)
-        if not ask.fits_in(total):
+        if not covers(total, ask):
             return PREEMPTION_SHORTFALL
         return PreemptionPlan(node_id, tuple(final))
 
     def _queue_check(self) -> bool:
         copies = _LazyCopies(self.snapshots)
         ask_queue = copies.require(self.leaf.path)
-        ask_queue.add_allocation(self.ask.resource)
+        wanted = self.ask.resource.view()
+        ask_queue.add_allocation(wanted)
         for eligible in self.victims.leaves:
             queue = copies.require(eligible.snapshot.path)
             for victim in self.victims.in_leaf(eligible):
                 queue.remove_allocation(victim.resource)
                 remaining = ask_queue.remaining_guaranteed()
-                if remaining is not None and not_negative(remaining):
+                if remaining is not None and ask_queue_under_guaranteed(wanted, remaining):
                     return True
         return False
 
@@ -202,10 +215,10 @@ class GuaranteedPreemptor:
         tail: list[Allocation] = []
         for victim in candidates:
             queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
-            if queue is not None and _remove_if_over(queue, victim, strictly=True):
+            if queue is not None and _remove_if_over(queue, victim, wanted):
                 freed = victim.resource.view()
                 ask_queue.add_allocation(freed)
-                if _over_guarantee(ask_queue):
+                if _over_guarantee(ask_queue, wanted):
                     _give_back(victim, ask_queue, queue)
                     break
                 if _reduces_shortfall(wanted, current, freed):
@@ -223,7 +236,7 @@ class GuaranteedPreemptor:
         index = -1
         for victim in ordered:
             queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
-            if queue is not None and _remove_if_over(queue, victim, strictly=True):
+            if queue is not None and _remove_if_over(queue, victim, wanted):
                 _add_into(current, victim.resource.view())
                 if index < 0 and ask.fits_in(current):
                     index = len(results)
@@ -379,7 +392,7 @@ class GuaranteedPreemptor:
             queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
             if queue is not None:
                 queue.remove_allocation(victim.resource)
-        return _has_negative(ask_queue.remaining_guaranteed())
+        return _over_guarantee(ask_queue, self.ask.resource.view())
 
     def _additional_victims(self, chosen: list[Allocation]) -> tuple[list[Allocation], bool]:
         """YuniKorn's calculateAdditionalVictims: victims from anywhere below the fence while
@@ -388,6 +401,7 @@ class GuaranteedPreemptor:
         victim below the fence: only needed when the chosen node's victims do not cover the ask."""
         copies = _LazyCopies(self.snapshots)
         ask_queue = copies.require(self.leaf.path)
+        wanted = self.ask.resource.view()
         seen = set()
         for victim in chosen:
             queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
@@ -403,30 +417,31 @@ class GuaranteedPreemptor:
         extra: list[Allocation] = []
         for victim in candidates:
             queue = copies.get(self.queue_of[victim.allocation_key])
-            if queue is not None and _remove_if_over(queue, victim, strictly=False):
+            if queue is not None and _remove_if_over(queue, victim, wanted):
                 ask_before = ask_queue.remaining_guaranteed()
                 ask_queue.add_allocation(victim.resource)
-                if _over_guarantee(ask_queue):
+                if _over_guarantee(ask_queue, wanted):
                     _give_back(victim, ask_queue, queue)
                     break
                 if not _equals_or_empty(ask_before, ask_queue.remaining_guaranteed()):
                     extra.append(victim)
                 else:
                     _give_back(victim, ask_queue, queue)
-        return extra, not_negative(ask_queue.remaining_guaranteed())
+        return extra, not _over_guarantee(ask_queue, wanted)
 
 
-def _trim(ask: Resource, victims: list[Allocation], node_id: str, fits_already: bool) -> tuple[list[Allocation], Resource]:
+def _trim(ask: Resource, victims: list[Allocation], node_id: str, fits_already: bool) -> tuple[list[Allocation], Quantities]:
     """YuniKorn's final trim: victims (only the chosen node's unless the ask fits there already)
-    until they cover the ask; returns them and their total."""
+    until they cover the ask (:func:`covers`); returns them and their total."""
+    wanted = ask.view()
     final: list[Allocation] = []
-    total = Resource()
+    total: Quantities = {}
     for victim in victims:
         if not fits_already and victim.node_id != node_id:
             continue
-        if not ask.fits_in(total):
+        if not covers(total, wanted):
             final.append(victim)
-        total = total + victim.resource
+        _add_into(total, victim.resource.view())
     return final, total
 
 
@@ -491,27 +506,24 @@ def _add_into(total: dict[str, int], amount: Mapping[str, int]) -> None:
         total[name] = total.get(name, 0) + value
 
 
-def _remove_if_over(queue: QueueSnapshot, victim: Allocation, *, strictly: bool) -> bool:
-    """Removes the victim from its queue's copy when the queue was over its guarantee before
-    (remaining below zero: in no type above and in one below, or with ``strictly`` False in any
-    type below; or no guarantee on its path); otherwise leaves it. YuniKorn then also requires
-    the queue's preemptable resource to be at least zero after the removal: that resource only
-    ever holds positive quantities (:meth:`QueueSnapshot.preemptable`, pinned by a test), so the
-    check always passes and is not computed here."""
+def _remove_if_over(queue: QueueSnapshot, victim: Allocation, wanted: Mapping[str, int]) -> bool:
+    """Removes the victim from its queue's copy when the queue was over its guarantee before in
+    a type of the ask (:func:`victim_queue_over_guaranteed`), or has no guarantee on its path;
+    otherwise leaves it. YuniKorn then also requires the queue's preemptable resource to be at
+    least zero after the removal: that resource only ever holds positive quantities
+    (:meth:`QueueSnapshot.preemptable`, pinned by a test), so the check always passes and is not
+    computed here."""
     before = queue.remaining_guaranteed()
-    if before is None or (strictly_negative(before) if strictly else _has_negative(before)):
+    if before is None or victim_queue_over_guaranteed(wanted, before):
         queue.remove_allocation(victim.resource.view())
         return True
     return False
 
 
-def _over_guarantee(queue: QueueSnapshot) -> bool:
-    """The ask's queue, with a victim's resources added, went over its guarantee in some type."""
-    return _has_negative(queue.remaining_guaranteed())
-
-
-def _has_negative(quantities: Quantities | None) -> bool:
-    return quantities is not None and any(v < 0 for v in quantities.values())
+def _over_guarantee(queue: QueueSnapshot, wanted: Mapping[str, int]) -> bool:
+    """The ask's queue is over its guarantee in a type of the ask (not over without one)."""
+    remaining = queue.remaining_guaranteed()
+    return remaining is not None and not ask_queue_under_guaranteed(wanted, remaining)
 
 
 def _give_back(victim: Allocation, ask_queue: QueueSnapshot, queue: QueueSnapshot) -> None:

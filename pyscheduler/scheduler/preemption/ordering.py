@@ -6,6 +6,7 @@ opted out of preemption, then originators (an application's first allocation) la
 from __future__ import annotations
 
 import functools
+from fractions import Fraction
 from typing import TYPE_CHECKING, Final
 
 from pyscheduler.common.resources import Resource
@@ -52,17 +53,18 @@ def sort_for_required_node(allocations: list[Allocation]) -> list[Allocation]:
 
 
 def sort_for_quota(allocations: list[Allocation], maximum: Resource, amount: Resource) -> list[Allocation]:
-    """Quota-change preemption: kind (the protective order, decided in issue 13), then
+    """Quota-change preemption: non-originators first, then those opted in to preemption (the
+    protective order, decided in issue 13; later YuniKorn scores them the same way), then
     YuniKorn's keys: the larger percentage of the victim's resource types that the amount to
     release has (a victim made of those types frees what is needed), lower priority, newer by
-    the hour (YuniKorn truncates creation times to the hour here), then the smaller share of the
-    max in the amount's types, so the victims come close to the amount."""
+    the hour (YuniKorn truncates creation times to the hour here), the smaller share of the max
+    in the amount's types (exact fractions: equal sums tie), and the allocation key."""
     def matching(alloc: Allocation) -> int:
         types = list(alloc.resource)
         return sum(1 for name in types if name in amount) * 100 // len(types) if types else 0
 
-    def share(alloc: Allocation) -> float:
-        return sum(alloc.resource.get(k, 0) / maximum[k] for k in amount if maximum.get(k))
+    def share(alloc: Allocation) -> Fraction:
+        return sum((Fraction(alloc.resource.get(k, 0), maximum[k]) for k in amount if maximum.get(k)), Fraction(0))
 
-    return sorted(allocations, key=lambda a: (victim_kind(a), -matching(a), a.priority,
-                                              -(a.create_time_ns // HOUR_NS), share(a)))
+    return sorted(allocations, key=lambda a: (a.originator, not a.allow_preempt_self, -matching(a), a.priority,
+                                              -(a.create_time_ns // HOUR_NS), share(a), a.allocation_key))

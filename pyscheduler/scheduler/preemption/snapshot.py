@@ -8,7 +8,9 @@ they do on queues.
 The arithmetic is YuniKorn's, including its corner cases (``shared/spec/yunikorn/preemption.md``
 and ``objects/preemption.go``): a queue's *remaining guaranteed* is its guarantee minus what it
 uses (allocated minus preempting), only for the guaranteed types, bounded by the parent's
-remaining; None when no queue on the path has a guarantee. A queue's *preemptable* resource is
+remaining where both name a type (a type only one side names keeps that side's quantity: a
+queue without a guarantee has its parent's remaining); None when no queue on the path has a
+guarantee. A queue's *preemptable* resource is
 its usage above its guarantee, only the types over it, bounded by the parent's.
 
 **Plain dicts.** A decision runs this arithmetic a few hundred times per node it plans, so the
@@ -25,12 +27,14 @@ from dataclasses import dataclass
 __all__ = [
     "Quantities",
     "QueueSnapshot",
-    "component_min",
+    "ask_queue_under_guaranteed",
     "component_min_only_existing",
+    "component_min_permissive",
+    "covers",
     "merge_if_not_present",
     "not_negative",
-    "strictly_negative",
     "sub_only_existing",
+    "victim_queue_over_guaranteed",
 ]
 
 Quantities = dict[str, int]
@@ -45,17 +49,18 @@ def sub_only_existing(left: Mapping[str, int] | None, right: Mapping[str, int] |
     return {k: v - right.get(k, 0) for k, v in left.items()}
 
 
-def component_min(left: Quantities | None, right: Quantities | None) -> Quantities | None:
-    """Per type the smaller of two resources over the union of types, a missing type counting
-    as 0; None when either is None (Go's ComponentWiseMin over nil)."""
+def component_min_permissive(left: Quantities | None, right: Quantities | None) -> Quantities | None:
+    """Per type the smaller of two resources over the union of types; a type one side does not
+    name keeps the other side's quantity (YuniKorn's ComponentWiseMinPermissive: a type a
+    guarantee does not name is not limited by it); None only when both are None."""
     if left is None:
         return right
     if right is None:
         return left
-    merged = {k: min(v, right.get(k, 0)) for k, v in left.items()}
-    for k, v in right.items():
-        if k not in left:
-            merged[k] = min(v, 0)
+    merged = dict(right)
+    for k, v in left.items():
+        other = merged.get(k)
+        merged[k] = v if other is None or v < other else other
     return merged
 
 
@@ -80,10 +85,34 @@ def not_negative(quantities: Mapping[str, int] | None) -> bool:
     return quantities is None or all(v >= 0 for v in quantities.values())
 
 
-def strictly_negative(quantities: Mapping[str, int]) -> bool:
-    """Below zero: no quantity above 0 and at least one below (Zero strictly greater)."""
-    values = quantities.values()
-    return all(v <= 0 for v in values) and any(v < 0 for v in values)
+def ask_queue_under_guaranteed(ask: Mapping[str, int], remaining: Mapping[str, int]) -> bool:
+    """YuniKorn's isAskQueueUnderGuaranteed: the ask's queue is within its guarantee for this
+    ask when no type of the ask is below zero in its remaining guarantee; the types the ask does
+    not use do not count (a queue over its guarantee in memory may still preempt for vcores)."""
+    return all(remaining.get(k, 0) >= 0 for k in ask)
+
+
+def victim_queue_over_guaranteed(ask: Mapping[str, int], remaining: Mapping[str, int]) -> bool:
+    """YuniKorn's isVictimQueueOverGuaranteed: a victim's queue is over its guarantee for this
+    ask when some type of the ask is below zero in its remaining guarantee, whatever the other
+    types (it may be under its guarantee in a type the ask does not use)."""
+    return any(remaining.get(k, 0) < 0 for k in ask)
+
+
+def covers(total: Mapping[str, int], ask: Mapping[str, int]) -> bool:
+    """Whether the victims' ``total`` covers the ask in the types the victims hold: no type both
+    name where the ask is larger, and at least one type in common. The types the victims lack
+    are the node's to give (its plan's start index already checked that); YuniKorn's final
+    check (``ask.StrictlyGreaterThanOnlyExisting(victims)``) compares the same types."""
+    common = False
+    for k, v in ask.items():
+        held = total.get(k)
+        if held is None:
+            continue
+        if v > held:
+            return False
+        common = True
+    return common
 
 
 @dataclass(eq=False)
@@ -158,7 +187,7 @@ class QueueSnapshot:
             if remaining and ask.path.startswith(self.path) and ask.guaranteed:
                 # Go's strings.HasPrefix, as YuniKorn compares queue paths here.
                 return None
-        return component_min(remaining, parent)
+        return component_min_permissive(remaining, parent)
 
     def preemptable(self) -> Quantities | None:
         """YuniKorn's GetPreemptableResource: usage above the guarantee, only the types over it,
