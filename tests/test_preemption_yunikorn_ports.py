@@ -42,11 +42,13 @@ YuniKorn only (not in the spec's tables): ``TestTryPreemption_NodeAvailableDefic
 ``TestPreemptor_hasPreemptionShortfall``, ``TestTrimExtraVictims_Pipeline``,
 ``Test_PreemptForAppOnReservedNode``, ``Test_PreemptReleasesReservationsOnSuccess``,
 ``TestTryAllocateDoesNotWaitForPreemptionRMReply``,
-``TestSortAllocationsBasedOnAsk_PreemptionOrdering``/``_TieBreaking``. Not yet ported:
-``TestQuotaChangeFilterVictims`` (filter counts pyscheduler does not keep),
-``TestQuotaChangeTryPreemptionForParentQueue`` and queue_test's quota arming tests
-(``TestQuotaPreemptionSettings``, ``TestTryAcquirePreemption``, ``TestQueue_setPreemptionTime``,
-``TestOverrideAndResetPreemptionTime``), partly covered by tests/test_preemption_quota.py.
+``TestSortAllocationsBasedOnAsk_PreemptionOrdering``/``_TieBreaking``. Elsewhere:
+queue_test's quota arming tests (``TestQueue_setPreemptionTime``,
+``TestOverrideAndResetPreemptionTime``: a further lowering keeps the start, a changed delay
+shifts it, a queue back within its max is disarmed) and the parent's firing
+(``TestQuotaChangeTryPreemptionForParentQueue``) run through the RM interface in
+tests/test_preemption_quota.py. ``TestQuotaChangeFilterVictims`` counts filter outcomes
+pyscheduler does not keep; its filter rules are in ``test_quota_change_try_preemption``.
 """
 
 from __future__ import annotations

@@ -22,8 +22,9 @@ event (QUEUE SET QUEUE_PREEMPTION, resource = the max).
 
 Decided here (issue 13): YuniKorn sorts this preemptor's victims with opted-out and originator
 allocations *first*, the opposite of its other two preemptors, untested; pyscheduler uses the
-protective order of the others (regular, then opted out, then originators), then YuniKorn's
-own keys here (lower priority, newer by the hour, smaller share of the max first), so an
+protective order (non-originators first, then those opted in to preemption, as later
+YuniKorn scores them), then YuniKorn's own keys here (the larger percentage of matching types,
+lower priority, newer by the hour, smaller share of the max, the allocation key), so an
 application's driver is the last to go. YuniKorn's summary event
 keeps only the last application's figures; pyscheduler's counts every application's.
 """
