@@ -189,51 +189,29 @@ def test_an_allocation_grown_by_the_rm_past_the_max_arms_quota_preemption() -> N
         w.close()
 
 
-def _fires_between(w: World, quiet_until: float, fired_by: float) -> None:
-    """Advances the clock to ``quiet_until`` seconds from now with nothing released, then to
-    ``fired_by`` and expects the quota release."""
-    w.advance(quiet_until)
-    assert w.rm.released == [], f"released before {quiet_until} s"
-    w.advance(fired_by - quiet_until)
-    assert len(w.rm.released) == 3
 
-
-def test_a_further_lowering_does_not_move_the_start() -> None:
-    """YuniKorn's TestQueue_setPreemptionTime: the start is set once, when the max first drops
-    below the usage; lowering it again 2 s later keeps that start (delay 4 s)."""
+@pytest.mark.parametrize("steps,quiet_until,fired_by", [
+    # TestQueue_setPreemptionTime: the start is set once, when the max first drops below the
+    # usage; lowering it again 2 s later keeps that start (delay 4 s: fires at t + 4).
+    pytest.param([(8, "4s", 2.0), (5, "4s", 0.0)], 1.8, 2.3, id="a further lowering keeps the start"),
+    # TestOverrideAndResetPreemptionTime: armed at t with 4 s, the delay set to 2 s at t + 1
+    # moves the start to t + 2 (not to t + 1 + 2).
+    pytest.param([(5, "4s", 1.0), (5, "2s", 0.0)], 0.8, 1.3, id="a changed delay shifts the start"),
+    # A max raised above the usage clears the start; lowered again, the delay counts from then.
+    pytest.param([(5, "4s", 1.0), (12, "4s", 1.0), (5, "4s", 0.0)], 3.8, 4.3, id="back within the max disarms"),
+])
+def test_quota_preemption_arming(steps: list[tuple[int, str, float]], quiet_until: float, fired_by: float) -> None:
+    """YuniKorn's quota arming through config reloads: after the steps (max, delay, seconds
+    waited after the reload), nothing is released for ``quiet_until`` seconds and the quota
+    release has come by ``fired_by``."""
     w = filled(delay="4s")
     try:
-        w.reload(config(8, delay="4s"))
-        w.advance(2.0)
-        w.reload(config(5, delay="4s"))
-        _fires_between(w, 1.8, 2.3)
-    finally:
-        w.close()
-
-
-def test_a_changed_delay_shifts_the_start_by_the_difference() -> None:
-    """TestOverrideAndResetPreemptionTime: armed at t with 4 s, the delay set to 2 s at t + 1
-    moves the start to t + 2 (not to t + 1 + 2)."""
-    w = filled(delay="4s")
-    try:
-        w.reload(config(5, delay="4s"))
-        w.advance(1.0)
-        w.reload(config(5, delay="2s"))
-        _fires_between(w, 0.8, 1.3)
-    finally:
-        w.close()
-
-
-def test_a_queue_back_within_its_max_is_disarmed() -> None:
-    """TestOverrideAndResetPreemptionTime: a max raised above the usage clears the start; lowered
-    again later, the delay counts from then."""
-    w = filled(delay="4s")
-    try:
-        w.reload(config(5, delay="4s"))
-        w.advance(1.0)
-        w.reload(config(12, delay="4s"))
-        w.advance(1.0)
-        w.reload(config(5, delay="4s"))
-        _fires_between(w, 3.8, 4.3)
+        for max_vcore, delay, wait in steps:
+            w.reload(config(max_vcore, delay=delay))
+            w.advance(wait)
+        w.advance(quiet_until)
+        assert w.rm.released == [], f"released before {quiet_until} s"
+        w.advance(fired_by - quiet_until)
+        assert len(w.rm.released) == 3
     finally:
         w.close()
