@@ -1,5 +1,6 @@
-"""The guaranteed-share preemptor as YuniKorn computes it, slowly: every node planned and the
-checks sorted, the additional victims always computed and their end state checked; and the
+"""The guaranteed-share preemptor as YuniKorn computes it, slowly: every node planned (on the
+queue snapshots' dicts of every type) and the checks sorted, the additional victims always
+computed and their end state checked; and the
 eligible victims found by walking every queue and reading every allocation
 (:func:`scan_victims`). The production preemptor (pyscheduler.scheduler.preemption) looks at as
 few queues, nodes and victims as it can; these twins are its oracle
@@ -11,13 +12,20 @@ from collections.abc import Iterator
 
 from pyscheduler.config.queue_preemption import PreemptionPolicy
 from pyscheduler.objects.allocation import Allocation
+from pyscheduler.common.resources import Resource
 from pyscheduler.objects.queue import Queue
 from pyscheduler.scheduler.preemption.guaranteed import (
     PREEMPTION_GUARANTEES_CHECK_FAILED,
     PREEMPTION_SHORTFALL,
     GuaranteedPreemptor,
     PreemptionPlan,
+    _add_into,
     _Check,
+    _give_back,
+    _LazyCopies,
+    _over_guarantee,
+    _reduces_shortfall,
+    _remove_if_over,
     _trim,
 )
 from pyscheduler.scheduler.preemption.ordering import shares_a_type
@@ -70,6 +78,47 @@ def scan_victims(leaf: Queue, ask: Allocation, victims: Victims) -> list[tuple[s
 
 
 class ReferencePreemptor(GuaranteedPreemptor):
+    def _plan_node(self, available: Resource, candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
+        """YuniKorn's calculateVictimsByNode on copies of the dict snapshots (every type)."""
+        ask = self.ask.resource
+        wanted = ask.view()
+        copies = _LazyCopies(self.snapshots)
+        ask_queue = copies.require(self.leaf.path)
+        current = available.to_dict()
+        head: list[Allocation] = []
+        tail: list[Allocation] = []
+        for victim in candidates:
+            queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
+            if queue is not None and _remove_if_over(queue, victim, wanted):
+                freed = victim.resource.view()
+                ask_queue.add_allocation(freed)
+                if _over_guarantee(ask_queue, wanted):
+                    _give_back(victim, ask_queue, queue)
+                    break
+                if _reduces_shortfall(wanted, current, freed):
+                    _add_into(current, freed)
+                    head.append(victim)
+                else:
+                    _give_back(victim, ask_queue, queue)
+                    tail.append(victim)
+        ordered = head + tail
+        if not ordered:
+            return None
+        copies = _LazyCopies(self.snapshots)
+        current = available.to_dict()
+        results: list[Allocation] = []
+        index = -1
+        for victim in ordered:
+            queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
+            if queue is not None and _remove_if_over(queue, victim, wanted):
+                _add_into(current, victim.resource.view())
+                if index < 0 and ask.fits_in(current):
+                    index = len(results)
+                results.append(victim)
+        if index < 0:
+            return None
+        return index, results
+
     def _sorted_checks(self, victims_by_node: dict[str, list[Allocation]]) -> Iterator[_Check]:
         checks = []
         for node_id in sorted(self.nodes):

@@ -50,6 +50,7 @@ from pyscheduler.scheduler.preemption.snapshot import (
     covers,
     victim_queue_over_guaranteed,
 )
+from pyscheduler.scheduler.preemption.typed import TypedPlan, TypedQueue, TypedQueues, common_ancestor
 from pyscheduler.scheduler.preemption.victims import Victims
 from pyscheduler.si.callback import PredicatesFunc, PreemptionPredicatesFunc, check_predicates
 from pyscheduler.si.messages import PredicatesArgs, PreemptionPredicatesArgs
@@ -146,6 +147,10 @@ class GuaranteedPreemptor:
         self.snapshots = self.victims.snapshots
         #: Victim key -> its queue's snapshot path, for the victims looked at so far.
         self.queue_of: dict[str, str] = {}
+        #: The snapshots on the ask's types, for the per-node plans (made when first needed).
+        self._typed: TypedQueues | None = None
+        #: A victim queue -> its lowest common ancestor with the ask's queue (typed).
+        self._common_ancestors: dict[TypedQueue, TypedQueue | None] = {}
         #: Free room of the nodes planned so far.
         self.available: dict[str, Resource] = {}
 
@@ -200,44 +205,77 @@ class GuaranteedPreemptor:
         return sort_for_node(found)
 
     def _victims_on_node(self, available: Resource, candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
-        """YuniKorn's calculateVictimsByNode: (start index, victims) or None for no use. The
-        free room is summed in plain dicts: this runs for every candidate of every node planned."""
-        ask = self.ask.resource
-        if ask.fits_in(available):
+        """YuniKorn's calculateVictimsByNode: (start index, victims) or None for no use. This
+        runs for every candidate of every node planned, so the queues are played on the ask's
+        types only (:mod:`.typed`) and the free room is summed in plain dicts.
+
+        Moving a victim's resources from its queue to the ask's changes only the queues below
+        their common ancestor (above it the two changes cancel), and whether the ask's queue
+        then goes over its guarantee depends only on the ask's side: so that answer is kept per
+        (common ancestor, resources) until a victim is actually taken. A victim that does not
+        reduce the node's shortfall is moved back at once in YuniKorn; here it is not moved."""
+        if self.ask.resource.fits_in(available):
             return -1, []
         if not candidates:
             return None
+        return self._plan_node(available, candidates)
+
+    def _plan_node(self, available: Resource, candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
+        """The two passes of :meth:`_victims_on_node` over a node's candidates."""
+        ask = self.ask.resource
         wanted = ask.view()
-        copies = _LazyCopies(self.snapshots)
-        ask_queue = copies.require(self.leaf.path)
+        typed = self._typed
+        if typed is None:
+            typed = self._typed = TypedQueues(self.snapshots, list(wanted))
+        types = typed.types
+        ask_queue = typed.get(self.leaf.path)
+        assert ask_queue is not None, f"no snapshot of {self.leaf.path}"
+        queue_of = self.queue_of
+        ancestors = self._common_ancestors
+        plan = TypedPlan()
+        over_if_moved: dict[tuple[TypedQueue | None, tuple[int, ...]], bool] = {}
         current = available.to_dict()
         head: list[Allocation] = []
         tail: list[Allocation] = []
         for victim in candidates:
-            queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
-            if queue is not None and _remove_if_over(queue, victim, wanted):
-                freed = victim.resource.view()
-                ask_queue.add_allocation(freed)
-                if _over_guarantee(ask_queue, wanted):
-                    _give_back(victim, ask_queue, queue)
-                    break
-                if _reduces_shortfall(wanted, current, freed):
-                    _add_into(current, freed)
-                    head.append(victim)
-                else:
-                    _give_back(victim, ask_queue, queue)
-                    tail.append(victim)
+            queue = typed.get(queue_of.get(victim.allocation_key, ""))
+            if queue is None or not plan.victim_queue_over(queue):
+                continue
+            freed = victim.resource.view()
+            amounts = tuple([freed.get(t, 0) for t in types])
+            if queue in ancestors:
+                common = ancestors[queue]
+            else:
+                common = ancestors[queue] = common_ancestor(queue, ask_queue)
+            key = (common, amounts)
+            over = over_if_moved.get(key)
+            if over is None:
+                plan.move(ask_queue, amounts, 1, common)
+                over = over_if_moved[key] = plan.ask_queue_over(ask_queue)
+                plan.move(ask_queue, amounts, -1, common)
+            if over:
+                break
+            if _reduces_shortfall(wanted, current, freed):
+                plan.move(queue, amounts, -1, common)
+                plan.move(ask_queue, amounts, 1, common)
+                over_if_moved.clear()
+                _add_into(current, freed)
+                head.append(victim)
+            else:
+                tail.append(victim)
         ordered = head + tail
         if not ordered:
             return None
-        copies = _LazyCopies(self.snapshots)
+        plan = TypedPlan()
         current = available.to_dict()
         results: list[Allocation] = []
         index = -1
         for victim in ordered:
-            queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
-            if queue is not None and _remove_if_over(queue, victim, wanted):
-                _add_into(current, victim.resource.view())
+            queue = typed.get(queue_of.get(victim.allocation_key, ""))
+            if queue is not None and plan.victim_queue_over(queue):
+                freed = victim.resource.view()
+                plan.move(queue, [freed.get(t, 0) for t in types], -1)
+                _add_into(current, freed)
                 if index < 0 and ask.fits_in(current):
                     index = len(results)
                 results.append(victim)

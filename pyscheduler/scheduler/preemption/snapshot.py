@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Final
 
 __all__ = [
     "Quantities",
@@ -115,9 +116,14 @@ def covers(total: Mapping[str, int], ask: Mapping[str, int]) -> bool:
     return common
 
 
-@dataclass(eq=False)
+_UNKNOWN: Final[Any] = object()
+
+
+@dataclass(eq=False, slots=True)
 class QueueSnapshot:
-    """One queue as a preemption attempt sees it (copies of its resources)."""
+    """One queue as a preemption attempt sees it (copies of its resources). An attempt's
+    original snapshots are ``frozen``: only their copies (:meth:`duplicate`) change, so an
+    original remembers its remaining guarantee once computed."""
 
     path: str
     parent: QueueSnapshot | None
@@ -128,8 +134,12 @@ class QueueSnapshot:
     guaranteed: Quantities | None
     #: The snapshot of the ask's leaf, for queues that compare themselves with it.
     ask_queue: QueueSnapshot | None = None
+    #: Never changed after it is made (an attempt's original; its copies are not frozen).
+    frozen: bool = False
     #: Whether this queue or an ancestor has a guarantee (set when made; none: no remaining).
     guarantee_on_path: bool = False
+    _remaining: Any = _UNKNOWN
+    _used: Quantities | None = None
 
     def __post_init__(self) -> None:
         self.guarantee_on_path = bool(self.guaranteed) or (self.parent is not None and self.parent.guarantee_on_path)
@@ -163,8 +173,16 @@ class QueueSnapshot:
             snapshot = snapshot.parent
 
     def used(self) -> Quantities:
+        """Allocated minus preempting (a frozen snapshot computes it once)."""
+        if self.frozen:
+            if self._used is None:
+                self._used = self._compute_used()
+            return self._used
+        return self._compute_used()
+
+    def _compute_used(self) -> Quantities:
         preempting = self.preempting
-        if not preempting:
+        if not preempting or not any(preempting.values()):
             return self.allocated
         return {k: v - preempting.get(k, 0) for k, v in self.allocated.items()}
 
@@ -173,6 +191,13 @@ class QueueSnapshot:
         its own remaining take precedence over its ancestors'; a queue above the ask's queue
         that has a guarantee, while the ask's queue has one too, passes nothing down (so a
         sibling starving below its guarantee can find victims without a preemption loop)."""
+        if self.frozen:
+            if self._remaining is _UNKNOWN:
+                self._remaining = self._compute_remaining()
+            return self._remaining  # type: ignore[no-any-return]
+        return self._compute_remaining()
+
+    def _compute_remaining(self) -> Quantities | None:
         if not self.guarantee_on_path:
             return None  # what the walk up would find: no level has a guarantee
         parent = self.parent.remaining_guaranteed() if self.parent is not None else None

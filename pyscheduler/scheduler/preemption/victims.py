@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pyscheduler.config.queue_preemption import PreemptionPolicy
-from pyscheduler.scheduler.preemption.ordering import shares_a_type
 from pyscheduler.scheduler.preemption.snapshot import QueueSnapshot, not_negative
 
 if TYPE_CHECKING:
@@ -72,12 +71,12 @@ def _snapshot_of(queue: Queue, snapshots: dict[str, QueueSnapshot], ask_path: st
     maximum, guaranteed = queue.max_resource, queue.guaranteed
     snapshot = QueueSnapshot(queue.path, parent, queue.is_leaf, queue.allocated.to_dict(), queue.preempting.to_dict(),
                              None if maximum is None else maximum.to_dict(),
-                             None if guaranteed is None else guaranteed.to_dict(), snapshots.get(ask_path))
+                             None if guaranteed is None else guaranteed.to_dict(), snapshots.get(ask_path), frozen=True)
     snapshots[queue.path] = snapshot
     return snapshot
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class EligibleLeaf:
     """A leaf whose allocations may be victims, and the priority they must not exceed."""
 
@@ -112,6 +111,10 @@ class Victims:
         self._seen: dict[str, tuple[int, bool] | None] = {self.fence.path: (self._priorities[self.fence.path], False)}
         #: Leaf path -> its eligibility, judged once.
         self._judged: dict[str, EligibleLeaf | None] = {}
+        #: Application id -> its leaf's eligibility (the application and its queue as first met).
+        self._by_app: dict[str, tuple[Application, EligibleLeaf] | None] = {}
+        #: The ask's resource types (a victim must hold one of them).
+        self._ask_types = [name for name, value in ask.resource.items() if value != 0]
 
     @property
     def leaves(self) -> Iterator[EligibleLeaf]:
@@ -175,19 +178,38 @@ class Victims:
 
     def leaf_of(self, alloc: Allocation) -> EligibleLeaf | None:
         """The allocation's eligible leaf when it is a victim, else None."""
-        app = self.applications.get(alloc.application_id)
-        if app is None or app.queue is None or app.allocations.get(alloc.allocation_key) is not alloc:
+        app_id = alloc.application_id
+        if app_id in self._by_app:
+            known = self._by_app[app_id]
+        else:
+            known = self._by_app[app_id] = self._app_leaf(app_id)
+        if known is None:
             return None
-        queue = app.queue
-        eligible = self._judged[queue.path] if queue.path in self._judged else self._judge(queue)
-        if eligible is None or not self._accepts(eligible, alloc):
+        app, eligible = known
+        if app.allocations.get(alloc.allocation_key) is not alloc or not self._accepts(eligible, alloc):
             return None
         return eligible
 
+    def _app_leaf(self, app_id: str) -> tuple[Application, EligibleLeaf] | None:
+        app = self.applications.get(app_id)
+        if app is None or app.queue is None:
+            return None
+        queue = app.queue
+        eligible = self._judged[queue.path] if queue.path in self._judged else self._judge(queue)
+        return None if eligible is None else (app, eligible)
+
     def _accepts(self, eligible: EligibleLeaf, alloc: Allocation) -> bool:
-        return (not alloc.required_node and not alloc.preempted
-                and (eligible.max_priority is None or alloc.priority <= eligible.max_priority)
-                and shares_a_type(self.ask.resource, alloc.resource))
+        """A victim in an eligible leaf: no required node, not preempted, its priority allowed,
+        and a resource type of the ask held (YuniKorn's MatchAny, as ordering.shares_a_type)."""
+        if alloc.required_node or alloc.preempted:
+            return False
+        if eligible.max_priority is not None and alloc.priority > eligible.max_priority:
+            return False
+        held = alloc.resource.view()
+        for name in self._ask_types:
+            if held.get(name, 0) != 0:
+                return True
+        return False
 
     def in_leaf(self, eligible: EligibleLeaf) -> Iterator[Allocation]:
         """The leaf's victims, in order (generated: a caller that stops early reads little)."""
