@@ -618,9 +618,9 @@ def test_try_preemption_victims_available_on_different_nodes(worlds: list[World]
     {first:4, pods:1}, node2 {first:4, pods:1} (too small for the ask) runs alloc2 {first:2,
     pods:1}, both in child1 (no guarantee) under parent max 6; child2 (guaranteed 5) asks
     first:5. At the reference (spec §1.6) the final check sums the victims only: alloc1 (4)
-    does not cover 5, "Preemption helped but short of resources". (YuniKorn after YUNIKORN-3449
-    counts node1's free room, 1 + 4 = 5, and preempts alloc1: pyscheduler keeps the reference,
-    docs/preemption.md, "The slow case".)"""
+    does not cover 5, "Preemption helped but short of resources". (YUNIKORN-3449, later, counts
+    the chosen node's free room only when every victim collected, the additional ones included,
+    is on that node; here the additional victim alloc2 is on node2, so the outcome stays.)"""
     w = unguaranteed_sibling(worlds, 6, {"node1": FIVE_AND_A_POD, "node2": {"first": 4, "pods": 1}})
     running(w, "alloc1", "app-1", {"first": 4, "pods": 1}, "node1", age=MINUTE)
     running(w, "alloc2", "app-1", {"first": 2, "pods": 1}, "node2")
