@@ -39,7 +39,8 @@ def test_running_application(rich: Rich) -> None:
     assert 0 < log[0]["lastOccurrence"] <= rich.ctx.clock.now_ns()
     assert app == {
         "applicationID": "app-run",
-        "usedResource": {"memory": 1100, "vcore": 1100},
+        # YuniKorn's allocatedResource: the real allocations (a1), the placeholder ph1 apart.
+        "usedResource": {"memory": 1000, "vcore": 1000},
         "maxUsedResource": {"memory": 1100, "vcore": 1100},
         "pendingResource": {"memory": 6000, "vcore": 1000},
         "partition": "default",

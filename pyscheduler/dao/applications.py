@@ -64,7 +64,8 @@ def allocation_dao(alloc: AllocationView) -> dict[str, Any]:
     """AllocationDAOInfo of a placed allocation."""
     out: dict[str, Any] = {"allocationKey": alloc.allocation_key}
     put(out, "allocationTags", sorted_map(alloc.tags))
-    request_time = alloc.create_time_ns
+    # A member that took a placeholder's place was asked for when its placeholder was.
+    request_time = alloc.placeholder_create_time_ns if alloc.placeholder_used else alloc.create_time_ns
     allocation_time = alloc.allocation_time_ns
     put(out, "requestTime", request_time)
     put(out, "allocationTime", allocation_time)
@@ -74,7 +75,7 @@ def allocation_dao(alloc: AllocationView) -> dict[str, Any]:
     put(out, "nodeId", alloc.node_id)
     put(out, "applicationId", alloc.application_id)
     put(out, "placeholder", alloc.placeholder)
-    # placeholderUsed: no placeholder replacement here yet.
+    put(out, "placeholderUsed", alloc.placeholder_used)
     put(out, "preempted", alloc.preempted)
     put(out, "taskGroupName", alloc.task_group_name)
     put(out, "originator", alloc.originator)
@@ -117,21 +118,16 @@ def ask_dao(ask: AllocationView) -> dict[str, Any]:
     return out
 
 
-def _placeholder_data(allocs: Iterable[AllocationView]) -> list[dict[str, Any]]:
-    """Per task group: the placeholders the application has now (asks and allocations)."""
-    groups: dict[str, tuple[int, Any]] = {}
-    for alloc in allocs:
-        if not alloc.placeholder:
-            continue
-        count, minimum = groups.get(alloc.task_group_name, (0, alloc.resource))
-        groups[alloc.task_group_name] = (count + 1, minimum)
+def _placeholder_data(app: AppView) -> list[dict[str, Any]]:
+    """PlaceholderDAOInfo per task group, by name."""
     out = []
-    for name in sorted(groups):
-        count, minimum = groups[name]
+    for name, count, minimum, replaced, timed_out in app.placeholder_data:
         entry: dict[str, Any] = {}
         put(entry, "taskGroupName", name)
         put(entry, "count", count)
         put(entry, "minResource", res_map(minimum))
+        put(entry, "replaced", replaced)
+        put(entry, "timedout", timed_out)
         out.append(entry)
     return out
 
@@ -139,7 +135,8 @@ def _placeholder_data(allocs: Iterable[AllocationView]) -> list[dict[str, Any]]:
 def application_dao(app: AppView) -> dict[str, Any]:
     """ApplicationDAOInfo."""
     out: dict[str, Any] = {"applicationID": app.app_id}
-    put(out, "usedResource", res_map(app.allocated, prune=True))
+    # YuniKorn's allocatedResource: the real allocations, placeholders apart.
+    put(out, "usedResource", res_map(app.allocated - app.allocated_placeholder, prune=True))
     put(out, "maxUsedResource", res_map(app.max_allocated, prune=True))
     put(out, "pendingResource", res_map(app.pending, prune=True))
     out["partition"] = external_name(app.partition)
@@ -156,7 +153,7 @@ def application_dao(app: AppView) -> dict[str, Any]:
     put(out, "groups", list(app.groups))
     put(out, "rejectedMessage", app.rejected_message)
     put(out, "stateLog", [{"time": t, "applicationState": s.value} for s, t in transitions])
-    put(out, "placeholderData", _placeholder_data((*app.asks, *app.allocations)))
+    put(out, "placeholderData", _placeholder_data(app))
     put(out, "hasReserved", bool(app.reservations))
     put(out, "reservations", list(app.reservations))
     # YuniKorn keeps the minimum int32 priority while no ask is pending.

@@ -83,6 +83,8 @@ class QueueView(NamedTuple):
     child_paths: tuple[str, ...]
     #: The children's views with ``subtree``, else None.
     children: tuple[QueueView, ...] | None
+    #: Accepted gang applications holding placeholders (counted as running), by id.
+    allocating_accepted: tuple[str, ...] = ()
 
 
 def queue_view(partition: Partition, queue: Queue, *, subtree: bool) -> QueueView:
@@ -110,6 +112,7 @@ def queue_view(partition: Partition, queue: Queue, *, subtree: bool) -> QueueVie
         queue.sort_policy,
         tuple(child.path for child in children),
         tuple(queue_view(partition, child, subtree=True) for child in children) if subtree else None,
+        tuple(sorted(queue.allocating_accepted)),
     )
 
 
@@ -143,7 +146,7 @@ def queue_dao(queue: QueueView) -> dict[str, Any]:
     put(out, "maxRunningApps", settings.max_applications)
     put(out, "runningApps", queue.running_apps)
     out["currentPriority"] = queue.current_priority
-    # allocatingAcceptedApps: not tracked (apps are counted running from their first allocation).
+    put(out, "allocatingAcceptedApps", list(queue.allocating_accepted))
     put(out, "sortingPolicy", queue.sort_policy if queue.is_leaf else "fair")
     out["prioritySorting"] = properties.get(SORT_PRIORITY, "").lower() != "disabled"
     out["preemptionEnabled"] = policy is not PreemptionPolicy.DISABLED

@@ -44,6 +44,9 @@ class AllocationView(NamedTuple):
     #: A preemption victim; an ask that made victims.
     preempted: bool = False
     triggered_preemption: bool = False
+    #: A real allocation that took a placeholder's place, and when that placeholder was asked for.
+    placeholder_used: bool = False
+    placeholder_create_time_ns: int = 0
 
 
 def allocation_view(alloc: Allocation) -> AllocationView:
@@ -67,6 +70,8 @@ def allocation_view(alloc: Allocation) -> AllocationView:
         log,
         alloc.preempted,
         alloc.triggered_preemption,
+        alloc.placeholder_used,
+        alloc.placeholder_create_time_ns,
     )
 
 
@@ -93,6 +98,10 @@ class AppView(NamedTuple):
     used_history: dict[str, dict[str, int]]
     preempted_history: dict[str, dict[str, int]]
     placeholder_history: dict[str, dict[str, int]]
+    #: Gang scheduling: the placeholders allocated now (part of ``allocated``) and, per task
+    #: group, (name, count, min resource, replaced, timed out).
+    allocated_placeholder: Resource = Resource()
+    placeholder_data: tuple[tuple[str, int, Resource, int, int], ...] = ()
 
 
 def app_view(partition: Partition, app: Application) -> AppView:
@@ -119,6 +128,9 @@ def app_view(partition: Partition, app: Application) -> AppView:
         app.used_history.as_map(),
         app.preempted_history.as_map(),
         app.placeholder_history.as_map(),
+        app.allocated_placeholder,
+        tuple((d.task_group_name, d.count, d.min_resource, d.replaced, d.timed_out)
+              for _, d in sorted(app.placeholder_data.items())),
     )
 
 

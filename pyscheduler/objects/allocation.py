@@ -54,12 +54,29 @@ class Allocation:
     preempt_check_time_ns: int = 0
     #: When the last "no preemption victim found" event of a required-node ask went out.
     preemption_event_at: float | None = None
+    #: Gang scheduling (pyscheduler.objects.placeholders). A placeholder the core asked the RM
+    #: to release (replaced, timed out, too small) is ``released`` until the RM confirms; while
+    #: a real member takes its place, the two point at each other (``replaced_by`` on the
+    #: placeholder, ``replacing`` on the member, which is then placed but not yet allocated).
+    released: bool = False
+    replaced_by: Allocation | None = None
+    replacing: Allocation | None = None
+    #: A real allocation that took a placeholder's place, and when that placeholder was asked for.
+    placeholder_used: bool = False
+    placeholder_create_time_ns: int = 0
 
     def place(self, node_id: str, now_ns: int, instance_type: str = "") -> None:
         self.node_id = node_id
         self.allocated = True
         self.allocation_time_ns = now_ns
         self.instance_type = instance_type
+
+    def unplace(self) -> None:
+        """Back to a pending ask (a replacement undone)."""
+        self.node_id = ""
+        self.allocated = False
+        self.allocation_time_ns = 0
+        self.instance_type = ""
 
     def log_failure(self, reason: str, now_ns: int) -> None:
         """One more failed attempt for ``reason`` (YuniKorn's allocation log: count and last

@@ -27,6 +27,12 @@ from pyscheduler.objects.application_state import (
 )
 from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import AppEvents
+from pyscheduler.objects.placeholders import (
+    RESERVATION_TIMEOUT,
+    GangStyle,
+    PlaceholderData,
+    placeholder_timeout_ns,
+)
 from pyscheduler.objects.tracked_resource import TrackedResource
 from pyscheduler.objects.queue import Queue
 
@@ -92,7 +98,14 @@ class Application:
         self.timeouts = timeouts or AppTimeouts()
         self.placeholder_ask = placeholder_ask or Resource()
         self.execution_timeout_ms = execution_timeout_ms
-        self.gang_style = gang_style
+        self.gang_style = GangStyle.parse(gang_style)
+        #: Gang scheduling (pyscheduler.objects.placeholders): the task groups by name, the
+        #: placeholders allocated now (part of ``allocated``), and when the placeholder timer
+        #: fires (monotonic seconds; set at the first placeholder allocation while Accepted).
+        self.placeholder_timeout_ns = placeholder_timeout_ns(execution_timeout_ms, tags, clock.now_ns())
+        self.placeholder_data: dict[str, PlaceholderData] = {}
+        self.allocated_placeholder = Resource()
+        self._placeholder_deadline: float | None = None
         self.state = AppState.NEW
         self.submission_time_ns = clock.now_ns()
         self.state_log: list[tuple[AppState, int]] = [(AppState.NEW, self.submission_time_ns)]
@@ -142,6 +155,8 @@ class Application:
 
     def _enter(self, old: AppState, new: AppState) -> None:
         queue = self.queue
+        if queue is not None and old is AppState.ACCEPTED:
+            queue.clear_allocating_accepted(self.app_id)
         if queue is not None and (new in RUNNING_STATES) != (old in RUNNING_STATES):
             if new in RUNNING_STATES:
                 queue.inc_running_apps()
@@ -167,6 +182,8 @@ class Application:
         expire = self._expire_deadline is not None and now >= self._expire_deadline
         if completing:
             return self.handle(AppEvent.COMPLETE)
+        # The placeholder timer is the partition's to fire (it releases through the outbox):
+        # see placeholder_timeout_due and time_out_placeholders.
         if expire:
             self._expire_deadline = None
             return self.handle(AppEvent.EXPIRE)
@@ -240,6 +257,8 @@ class Application:
             self._unindex_ask(old)
         self.asks[ask.allocation_key] = ask
         self._index_ask(ask)
+        if ask.placeholder and old is None:
+            self._count_placeholder(ask)
         self.pending = self.pending + delta
         self._note_create_time(ask)
         run = self.state in (AppState.NEW, AppState.COMPLETING)
@@ -260,6 +279,12 @@ class Application:
             return None
         self._unindex_ask(ask)
         self.pending = self.pending - ask.resource
+        if ask.placeholder:
+            # A placeholder that will never be placed (cancelled, timed out): counted, so that a
+            # group's count is always allocated + pending + replaced + timed out.
+            data = self.placeholder_data.get(ask.task_group_name)
+            if data is not None:
+                data.timed_out += 1
         after = self._fifo_keys()
         self.queue.dec_pending(ask.resource)
         self._report_to_queue(before, after)
@@ -289,7 +314,10 @@ class Application:
         self.queue.dec_pending(ask.resource)
         self.queue.inc_allocated(ask.resource)
         self._report_to_queue(before, after)
-        self._run_after_allocation()
+        if ask.placeholder:
+            self._placeholder_allocated(ask)
+        else:
+            self._run_after_allocation()
         on_usage(ask)
         self._events.allocation_added(self.app_id, ask.allocation_key, ask.resource)
 
@@ -307,7 +335,11 @@ class Application:
         self._report_to_queue(before, after)
         if self.state is AppState.NEW:
             self.handle(AppEvent.RUN)
-        self._run_after_allocation()
+        if alloc.placeholder:
+            self._count_placeholder(alloc)
+            self._placeholder_allocated(alloc)
+        else:
+            self._run_after_allocation()
         on_usage(alloc)
         self._events.allocation_added(self.app_id, alloc.allocation_key, alloc.resource)
 
@@ -330,9 +362,11 @@ class Application:
             self.handle(AppEvent.RUN)
 
     def remove_allocation(
-        self, key: str, detail: EventChangeDetail, on_usage: Callable[[Allocation], None]
+        self, key: str, detail: EventChangeDetail, on_usage: Callable[[Allocation], None], *,
+        check_completion: bool = True,
     ) -> Allocation | None:
-        """Releases an allocation; the caller removes it from its node afterwards."""
+        """Releases an allocation; the caller removes it from its node afterwards.
+        ``check_completion`` False: a placeholder whose real member is added right after."""
         if CHECK_LOCKS:
             check_held(self.graph_lock, f"application {self.app_id}")
         assert self.queue is not None
@@ -346,9 +380,161 @@ class Application:
         if alloc.preempted:  # a preemption victim is gone, whatever ended it
             self.queue.dec_preempting(alloc.resource)
         on_usage(alloc)
-        self._check_completion()
+        if alloc.placeholder:
+            self._placeholder_removed(alloc, detail, check_completion)
+        elif check_completion:
+            self._check_completion()
         self._events.allocation_removed(self.app_id, key, alloc.resource, detail)
         return alloc
+
+    # -- gang scheduling ---------------------------------------------------------------------
+
+    def _count_placeholder(self, ask: Allocation) -> None:
+        """One more placeholder of its task group (the first one's size is the group's)."""
+        data = self.placeholder_data.get(ask.task_group_name)
+        if data is None:
+            data = self.placeholder_data[ask.task_group_name] = PlaceholderData(ask.task_group_name, ask.resource)
+        data.count += 1
+
+    def _placeholder_allocated(self, alloc: Allocation) -> None:
+        """A placeholder placed: the first one starts the placeholder timer (and makes an
+        Accepted application count as allocating for maxApplications); the last of the gang
+        runs the application. Placeholders never run it before that."""
+        first = self.allocated_placeholder.is_zero()
+        self.allocated_placeholder = self.allocated_placeholder + alloc.resource
+        if first and self.state is AppState.ACCEPTED:
+            if self.placeholder_timeout_ns > 0 and self._placeholder_deadline is None:
+                self._placeholder_deadline = self._clock.monotonic() + self.placeholder_timeout_ns / 1e9
+            if self.queue is not None:
+                self.queue.set_allocating_accepted(self.app_id)
+        if _same(self.allocated_placeholder, self.placeholder_ask) and self.state in (
+                AppState.ACCEPTED, AppState.RUNNING, AppState.COMPLETING):
+            self.handle(AppEvent.RUN)
+
+    def _placeholder_removed(self, alloc: Allocation, detail: EventChangeDetail, check_completion: bool) -> None:
+        """A placeholder gone: replaced by a real member, or counted as timed out (timeouts,
+        preemption, node removal, a size mismatch, the application's removal). When the last
+        one leaves, the timer stops and an application waiting for that moves on: Resuming
+        (Soft, timed out) becomes Accepted, Failing (Hard) becomes Failed."""
+        data = self.placeholder_data.get(alloc.task_group_name)
+        if data is not None:
+            if detail is EventChangeDetail.ALLOC_REPLACED:
+                data.replaced += 1
+            else:
+                data.timed_out += 1
+        self.allocated_placeholder = _pruned(self.allocated_placeholder - alloc.resource)
+        if not self.allocated_placeholder.is_zero():
+            return
+        self._placeholder_deadline = None
+        if self.state is AppState.FAILING:
+            self.handle(AppEvent.FAIL)
+        elif self.state is AppState.RESUMING:
+            self.handle(AppEvent.RUN)
+        elif check_completion:
+            self._check_completion()
+
+    def can_replace(self, ask: Allocation) -> bool:
+        """A real member of a task group that still has placeholders to take: it waits for
+        one (the replacement phase places it) instead of being allocated normally."""
+        if ask.placeholder or not ask.task_group_name:
+            return False
+        data = self.placeholder_data.get(ask.task_group_name)
+        return data is not None and data.replaceable
+
+    def placeholders(self) -> list[Allocation]:
+        """The placeholder allocations, by key."""
+        return sorted((a for a in self.allocations.values() if a.placeholder), key=lambda a: a.allocation_key)
+
+    def start_replacement(self, real: Allocation, placeholder: Allocation, node_id: str, instance_type: str) -> None:
+        """``real`` takes ``placeholder``'s place on ``node_id``: it leaves the pending asks and
+        is placed, but is allocated only when the RM confirms the placeholder's release
+        (:meth:`finish_replacement`)."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"application {self.app_id}")
+        assert self.queue is not None
+        before = self._fifo_keys()
+        if self.asks.pop(real.allocation_key, None) is not None:
+            self._unindex_ask(real)
+            self.pending = self.pending - real.resource
+            self.queue.dec_pending(real.resource)
+        self._report_to_queue(before, self._fifo_keys())
+        real.place(node_id, self._clock.now_ns(), instance_type)
+        real.replacing = placeholder
+        placeholder.replaced_by = real
+        placeholder.released = True
+
+    def undo_replacement(self, placeholder: Allocation) -> Allocation | None:
+        """A replacement under way ends without the RM's confirmation (the node of either
+        went away, or the placeholder ended otherwise): the real member is pending again and
+        the placeholder is usable again (unless it goes too). Returns the real member."""
+        real = placeholder.replaced_by
+        if real is None:
+            return None
+        placeholder.replaced_by = None
+        placeholder.released = False
+        real.replacing = None
+        real.unplace()
+        self.add_ask(real)
+        return real
+
+    def finish_replacement(self, placeholder: Allocation, on_removed: Callable[[Allocation], None],
+                           on_added: Callable[[Allocation], None]) -> Allocation | None:
+        """The RM confirmed the placeholder's release: it goes (counted replaced, APP REMOVE
+        ALLOC_REPLACED) and its real member becomes an allocation (``placeholder_used``).
+        Returns the real member (None for a placeholder no member was taking)."""
+        real = placeholder.replaced_by
+        self.remove_allocation(placeholder.allocation_key, EventChangeDetail.ALLOC_REPLACED, on_removed,
+                               check_completion=real is None)
+        if real is None:
+            return None
+        assert self.queue is not None
+        placeholder.replaced_by = None
+        real.replacing = None
+        real.placeholder_used = True
+        real.placeholder_create_time_ns = placeholder.create_time_ns
+        real.allocation_time_ns = self._clock.now_ns()
+        # YuniKorn's rule: the first real member does not move the state (the last placeholder
+        # did); later ones, or one arriving while Completing, run the application.
+        had_real = not _pruned(self.allocated - self.allocated_placeholder).is_zero()
+        self.allocations[real.allocation_key] = real
+        self.allocated = self.allocated + real.resource
+        self.queue.inc_allocated(real.resource)
+        if had_real or self.state is AppState.COMPLETING:
+            self._run_after_allocation()
+        on_added(real)
+        self._events.allocation_added(self.app_id, real.allocation_key, real.resource)
+        return real
+
+    def placeholder_timeout_due(self) -> bool:
+        deadline = self._placeholder_deadline
+        return deadline is not None and self._clock.monotonic() >= deadline
+
+    def time_out_placeholders(self) -> tuple[list[Allocation], list[Allocation]]:
+        """The placeholder timer fired (YuniKorn's timeoutPlaceholderProcessing). A running
+        application releases its placeholders not being replaced. One still waiting for its gang
+        resumes as a normal application (Soft: Resuming) or fails (Hard: Failing) and releases
+        every allocation (all placeholders) and every pending ask (APP REMOVE REQUEST_TIMEOUT;
+        the placeholders among them counted timed out in their task group; YuniKorn counts the
+        real members too, and crashes on one without a task group). Returns (allocations to
+        release, asks removed); the caller releases them through the RM."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"application {self.app_id}")
+        self._placeholder_deadline = None
+        if self.state in (AppState.RUNNING, AppState.COMPLETING) and not self.allocated_placeholder.is_zero():
+            unused = [ph for ph in self.placeholders() if not ph.released]
+            for ph in unused:
+                ph.released = True
+            return unused, []
+        if self.state in (AppState.NEW, AppState.ACCEPTED):
+            event = AppEvent.FAIL if self.gang_style is GangStyle.HARD else AppEvent.RESUME
+            self.handle(event, RESERVATION_TIMEOUT)
+        allocations = sorted(self.allocations.values(), key=lambda a: a.allocation_key)
+        for alloc in allocations:
+            alloc.released = True
+        pending = self.sorted_asks()
+        for ask in pending:  # placeholders among them count timed out (remove_ask)
+            self.remove_ask(ask.allocation_key, EventChangeDetail.REQUEST_TIMEOUT)
+        return allocations, pending
 
     def _note_peak(self) -> None:
         # Between two decreases ``allocated`` only grows: its peak is reached just before one.
@@ -375,3 +561,13 @@ class Application:
 
     def __repr__(self) -> str:
         return f"Application({self.app_id}, {self.state.value}, queue={self.queue.path if self.queue else None})"
+
+
+def _pruned(resource: Resource) -> Resource:
+    """Without the types at zero (placeholder totals are compared with the gang's size)."""
+    return Resource({k: v for k, v in resource.items() if v != 0})
+
+
+def _same(left: Resource, right: Resource) -> bool:
+    """Equal quantities, a missing type counting as zero (YuniKorn's Equals after Prune)."""
+    return _pruned(left) == _pruned(right)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pyscheduler.common.errors import SchedulerError
 from pyscheduler.common.clock import Clock
 from pyscheduler.common.histogram import LatencyHistogram
-from pyscheduler.common.resources import Resource
+from pyscheduler.common.resources import Resource, go_string
 from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import RUNNING_STATES, Application, AppTimeouts, StateUpdate
@@ -26,6 +26,12 @@ from pyscheduler.config.validator import MAX_QUEUE_DEPTH
 from pyscheduler.objects.locking import new_graph_lock
 from pyscheduler.objects.node import NODE_PARTITION, Node
 from pyscheduler.objects.object_events import ObjectEvents
+from pyscheduler.objects.placeholders import (
+    CANCEL_INCOMPATIBLE,
+    RELEASE_ALLOCATED_ON_TIMEOUT,
+    RELEASE_PENDING_ON_TIMEOUT,
+    REPLACING,
+)
 from pyscheduler.objects.queue import ObjectState, Queue, QueueSettings
 from pyscheduler.objects.reservation import Reservations
 from pyscheduler.objects.ugm import UserGroupManager
@@ -59,7 +65,9 @@ TERMINATION_DETAIL: dict[int, EventChangeDetail] = {
     4: EventChangeDetail.ALLOC_REPLACED,
 }
 STOPPED_BY_RM = 1
+TIMEOUT = 2
 PREEMPTED_BY_SCHEDULER = 3
+PLACEHOLDER_REPLACED = 4
 
 
 @dataclass
@@ -266,7 +274,19 @@ class Partition:
             released = []
             for alloc in sorted(node.allocations.values(), key=lambda a: a.allocation_key):
                 app = self.applications.get(alloc.application_id)
+                if app is not None and alloc.replacing is not None:
+                    # A real member placed here while its placeholder is elsewhere: undone, it
+                    # waits again (the RM never heard of it).
+                    self._undo_replacement(app, alloc.replacing)
+                    continue
+                if app is not None and alloc.replaced_by is not None and alloc.replaced_by.node_id != node_id:
+                    # A placeholder whose member is on another node: the replacement completes.
+                    self._finish_replacement(app, alloc)
+                    released.append(Released(alloc.application_id, alloc.allocation_key, STOPPED_BY_RM, "node removed"))
+                    continue
                 if app is not None:
+                    if alloc.replaced_by is not None:
+                        self._undo_replacement(app, alloc)
                     app.remove_allocation(alloc.allocation_key, EventChangeDetail.ALLOC_NODEREMOVED, self._usage_removed(app))
                     self._role_stopped(app, alloc, failed=True)
                 node.remove_allocation(alloc.allocation_key)
@@ -500,7 +520,13 @@ class Partition:
         ``failed``: the RM says the instances failed (role history counts it against the node)."""
         with self.lock:
             app = self._app(app_id)
-            if not allocation_key:
+            placeholder = app.allocations.get(allocation_key) if allocation_key else None
+            if termination_type == PLACEHOLDER_REPLACED and (placeholder is None or placeholder.placeholder):
+                # The RM confirms a placeholder's release; a second confirmation finds nothing.
+                if placeholder is not None:
+                    self._finish_replacement(app, placeholder)
+                released = []
+            elif not allocation_key:
                 released = self._release_all(app, termination_type, message, failed)
             elif allocation_key in app.allocations:
                 released = [self._release_one(app, allocation_key, termination_type, message, failed)]
@@ -522,6 +548,9 @@ class Partition:
     def _release_one(self, app: Application, key: str, termination_type: int, message: str,
                      failed: bool = False) -> Released:
         detail = TERMINATION_DETAIL.get(termination_type, EventChangeDetail.ALLOC_CANCEL)
+        placeholder = app.allocations[key]
+        if placeholder.replaced_by is not None:
+            self._undo_replacement(app, placeholder)  # it ends otherwise: its member waits again
         alloc = app.remove_allocation(key, detail, self._usage_removed(app))
         assert alloc is not None
         self._role_stopped(app, alloc, failed=failed, preempted=termination_type == PREEMPTED_BY_SCHEDULER)
@@ -529,6 +558,71 @@ class Partition:
         if node is not None:
             node.remove_allocation(key)
         return Released(app.app_id, key, termination_type, message)
+
+    # -- gang scheduling: placeholder replacement and timeouts ------------------------------------
+
+    def start_replacement(self, app: Application, real: Allocation, placeholder: Allocation, node: Node) -> None:
+        """The cycle's replacement: ``real`` takes ``placeholder``'s place on ``node`` (on
+        another node it holds that node's room at once; on the placeholder's node it uses the
+        placeholder's), and the RM is asked to release the placeholder (PLACEHOLDER_REPLACED).
+        Nothing else counts until the RM confirms. Caller holds the lock."""
+        if node.node_id != placeholder.node_id:
+            node.add_allocation(real)
+        app.start_replacement(real, placeholder, node.node_id, node.instance_type)
+        self.outbox.released.append(
+            Released(app.app_id, placeholder.allocation_key, PLACEHOLDER_REPLACED, REPLACING + real.allocation_key))
+
+    def _finish_replacement(self, app: Application, placeholder: Allocation) -> None:
+        """The placeholder's release is confirmed: the placeholder leaves its node and its
+        application, and its real member becomes an allocation, told to the RM as new. The
+        queue keeps the placeholder's size less the difference when the member is smaller."""
+        real = placeholder.replaced_by
+        ph_node = self.nodes.get(placeholder.node_id)
+        app.finish_replacement(placeholder, self._usage_removed(app), self._usage_added(app))
+        if ph_node is not None:
+            ph_node.remove_allocation(placeholder.allocation_key)
+        if real is None:
+            return
+        if real.node_id == placeholder.node_id and ph_node is not None:
+            ph_node.add_allocation(real)
+        self._role_landed(app, real, real.node_id)
+        self.outbox.allocated.append(real)
+
+    def _undo_replacement(self, app: Application, placeholder: Allocation) -> None:
+        """A replacement under way that cannot complete: its real member leaves the node it
+        held (another node than the placeholder's) and is pending again."""
+        real = placeholder.replaced_by
+        if real is None:
+            return
+        if real.node_id != placeholder.node_id:
+            node = self.nodes.get(real.node_id)
+            if node is not None:
+                node.remove_allocation(real.allocation_key)
+        app.undo_replacement(placeholder)
+
+    def release_incompatible(self, app: Application, placeholder: Allocation, real: Allocation) -> None:
+        """A real member larger than its group's placeholder: the placeholder goes (TIMEOUT,
+        counted timed out once the RM confirms) and a request event says why. Caller holds the
+        lock."""
+        placeholder.released = True
+        self.outbox.released.append(Released(app.app_id, placeholder.allocation_key, TIMEOUT, CANCEL_INCOMPATIBLE))
+        self.events.app.request_diagnostic(
+            placeholder.allocation_key, app.app_id,
+            f"Task group '{placeholder.task_group_name}' in application '{app.app_id}': allocation resources "
+            f"'{go_string(real.resource)}' are not matching placeholder '{go_string(placeholder.resource)}' "
+            f"allocation with ID '{placeholder.allocation_key}'", real.resource)
+
+    def _time_out_placeholders(self, app: Application) -> None:
+        """The application's placeholder timer fired (see Application.time_out_placeholders):
+        its releases go to the RM, the removed asks lose their reservations."""
+        allocations, pending = app.time_out_placeholders()
+        for ask in pending:
+            self.unreserve(ask.allocation_key)
+            self._role_ask_removed(app, ask)
+        self.outbox.released.extend(
+            Released(app.app_id, a.allocation_key, TIMEOUT, RELEASE_ALLOCATED_ON_TIMEOUT) for a in allocations)
+        self.outbox.released.extend(
+            Released(app.app_id, a.allocation_key, TIMEOUT, RELEASE_PENDING_ON_TIMEOUT) for a in pending)
 
     # -- role history ---------------------------------------------------------------------------------
 
@@ -580,6 +674,8 @@ class Partition:
         empty draining or dynamic queues."""
         with self.lock:
             for app in list(self.applications.values()):
+                if app.placeholder_timeout_due():
+                    self._time_out_placeholders(app)
                 state = app.tick()
                 if state in (AppState.COMPLETED, AppState.FAILED):
                     self._move_terminated(app)

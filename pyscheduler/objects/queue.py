@@ -142,6 +142,8 @@ class Queue:
         #: Allocations below chosen as preemption victims and not released yet (YuniKorn's
         #: preemptingResource), on the whole path.
         self.preempting = Resource()
+        #: Accepted applications holding placeholders (counted as running for maxApplications).
+        self.allocating_accepted: set[str] = set()
         #: Quota-change preemption: when an armed queue fires (ns, 0: not armed) and the delay
         #: it was armed with (pyscheduler.scheduler.preemption.quota).
         self.quota_preemption_start_ns = 0
@@ -427,6 +429,7 @@ class Queue:
             check_held(self.graph_lock, f"queue {self.path}")
         if self.applications.pop(app.app_id, None) is None:
             return
+        self.clear_allocating_accepted(app.app_id)
         self.app_asks_changed(app, None)
         self._events.app_removed(self.path, app.app_id)
 
@@ -496,13 +499,25 @@ class Queue:
         return problems
 
     def can_run_app(self) -> bool:
-        """maxApplications on every level of the path allows one more running app."""
+        """maxApplications on every level of the path allows one more running app; an
+        Accepted gang application that holds placeholders counts as running (YuniKorn's
+        allocatingAcceptedApps), or two half-placed gangs could share one slot."""
         for queue in self.ancestors():
             maximum = queue.max_applications
             if maximum > 0:
-                if queue.running_apps + 1 > maximum:
+                if queue.running_apps + len(queue.allocating_accepted) + 1 > maximum:
                     return False
         return True
+
+    def set_allocating_accepted(self, app_id: str) -> None:
+        """An Accepted application got its first placeholder (on the whole path)."""
+        for queue in self.ancestors():
+            queue.allocating_accepted.add(app_id)
+
+    def clear_allocating_accepted(self, app_id: str) -> None:
+        """The application left Accepted (or its queue)."""
+        for queue in self.ancestors():
+            queue.allocating_accepted.discard(app_id)
 
     def inc_running_apps(self) -> None:
         if CHECK_LOCKS:

@@ -484,9 +484,11 @@ class ClusterContext:
             failed=release.failed,
         )
         # YuniKorn answers an RM release with exactly the allocations it removed (STOPPED_BY_RM),
-        # except when the RM only confirms a release the core started (TIMEOUT, PREEMPTED):
+        # except when the RM only confirms a release the core started (TIMEOUT, PREEMPTED,
+        # PLACEHOLDER_REPLACED):
         # echoing those back would make the RM release them twice.
-        if release.termination_type not in (si.TerminationType.TIMEOUT, si.TerminationType.PREEMPTED_BY_SCHEDULER):
+        if release.termination_type not in (si.TerminationType.TIMEOUT, si.TerminationType.PREEMPTED_BY_SCHEDULER,
+                                            si.TerminationType.PLACEHOLDER_REPLACED):
             with partition.lock:
                 partition.outbox.released.extend(
                     Released(r.application_id, r.allocation_key, int(si.TerminationType.STOPPED_BY_RM), _RM_RELEASE)

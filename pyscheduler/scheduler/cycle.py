@@ -5,7 +5,12 @@ Per partition, under its lock:
 
 1. reserved asks: each reservation's ask is tried on its node, then (for normal reservations)
    on any other unreserved node; stale reservations are dropped;
-2. regular allocation: a depth-first walk from root through the queues with pending asks.
+2. placeholder replacement (gang scheduling, pyscheduler.objects.placeholders): a real member
+   of a task group takes one of its group's placeholders, on the placeholder's node when the
+   RM's predicates accept it there, else on the first node that fits; a member larger than
+   the placeholders releases them; the RM is asked to release the placeholder, and the member
+   counts (and goes to the RM as new) once it confirms;
+3. regular allocation: a depth-first walk from root through the queues with pending asks.
    Parents sort those children fairly (by YuniKorn's currentPriority: offsets and fences
    applied), leaves sort their applications with asks (fifo or fair; priority second where
    ``application.sort.priority`` is disabled), applications walk their asks by priority then age. An ask must fit the user headroom and the queue headroom; a required-node ask
@@ -90,6 +95,8 @@ class Decision:
     ask: Allocation
     node: Node
     from_reservation: bool = False
+    #: The placeholder whose place ``ask`` takes (gang scheduling), when this is a replacement.
+    replaced: Allocation | None = None
 
 
 class SchedulingCycle:
@@ -115,8 +122,9 @@ class SchedulingCycle:
             if decision is not None:
                 decisions.append(decision)
                 self.context.notify_allocated(partition, decision.ask)
-            elif self._preempted:
-                self.context.send_outbox(partition)  # the victims' release, to the RM
+            elif self._preempted or partition.outbox.released:
+                # The victims' release, or placeholders too small for their members, to the RM.
+                self.context.send_outbox(partition)
         return decisions
 
     # -- per partition -----------------------------------------------------------------------------
@@ -129,6 +137,9 @@ class SchedulingCycle:
                 return decision
         if not partition.root.pending.strictly_greater_than_zero():
             return None
+        decision = self._try_placeholders(partition)
+        if decision is not None:
+            return decision
         return self._walk(partition, partition.root)
 
     def _walk(self, partition: Partition, queue: Queue) -> Decision | None:
@@ -194,8 +205,8 @@ class SchedulingCycle:
         now = self.context.clock.now_ns()
         events = partition.events.app
         for ask in app.iter_asks():
-            if ask.allocation_key in reserved:
-                continue
+            if ask.allocation_key in reserved or app.can_replace(ask):
+                continue  # a member of a task group waits for one of its placeholders
             resource = ask.resource
             # Request events go out when a check starts or stops failing (YuniKorn's ask events).
             if not resource.fits_in_max_undef(user_room):
@@ -232,6 +243,57 @@ class SchedulingCycle:
             if decision is not None or self._preempted:
                 return decision
         return None
+
+    # -- placeholder replacement ----------------------------------------------------------------
+
+    def _try_placeholders(self, partition: Partition) -> Decision | None:
+        """Gang applications holding placeholders, by id: the first replacement made."""
+        for app_id in sorted(partition.applications):
+            app = partition.applications[app_id]
+            if app.allocated_placeholder.is_zero() or not app.asks:
+                continue
+            decision = self._try_replace(partition, app)
+            if decision is not None:
+                return decision
+        return None
+
+    def _try_replace(self, partition: Partition, app: Application) -> Decision | None:
+        """YuniKorn's tryPlaceholderAllocate: each real member (asks in order) against its
+        group's placeholders that are neither released nor preempted. A member larger than a
+        placeholder in some type releases that placeholder; otherwise the member takes the
+        placeholder on its node when the RM accepts it there (the reservation check: the room
+        is the placeholder's). Failing that, the first compatible pair is tried on the nodes in
+        order, the member holding room of its own there until the placeholder goes."""
+        first: tuple[Allocation, Allocation] | None = None
+        placeholders = app.placeholders()
+        for real in list(app.iter_asks()):
+            if real.placeholder or not real.task_group_name:
+                continue
+            for placeholder in placeholders:
+                if (placeholder.released or placeholder.preempted
+                        or placeholder.task_group_name != real.task_group_name):
+                    continue
+                if not real.resource.fits_in(placeholder.resource):
+                    partition.release_incompatible(app, placeholder, real)
+                    continue
+                if first is None:
+                    first = (real, placeholder)
+                node = partition.nodes.get(placeholder.node_id)
+                if node is not None and self._predicates_pass(partition, real, node, allocate=False):
+                    return self._replace(partition, app, real, placeholder, node)
+        if first is None:
+            return None
+        real, placeholder = first
+        node = self._first_node(partition, real, skip_reserved=True)
+        if node is None:
+            return None
+        return self._replace(partition, app, real, placeholder, node)
+
+    @staticmethod
+    def _replace(partition: Partition, app: Application, real: Allocation, placeholder: Allocation,
+                 node: Node) -> Decision:
+        partition.start_replacement(app, real, placeholder, node)
+        return Decision(partition, app, real, node, replaced=placeholder)
 
     # -- preemption ----------------------------------------------------------------------------------
 
@@ -446,11 +508,11 @@ class SchedulingCycle:
             partition.reservations.reserve(ask, node, required=True, now=self.context.clock.monotonic())
         return None
 
-    def _predicates_pass(self, partition: Partition, ask: Allocation, node: Node) -> bool:
+    def _predicates_pass(self, partition: Partition, ask: Allocation, node: Node, *, allocate: bool = True) -> bool:
         predicates = self.context.predicates_for(partition)
         if predicates is None:
             return True
-        reason = check_predicates(predicates, PredicatesArgs(ask.allocation_key, node.node_id, True))
+        reason = check_predicates(predicates, PredicatesArgs(ask.allocation_key, node.node_id, allocate))
         if reason:
             ask.log_failure(reason, self.context.clock.now_ns())
         return not reason
