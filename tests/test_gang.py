@@ -344,3 +344,130 @@ def test_rest_shows_the_gang(w: World) -> None:
     real = next(a for a in dao["allocations"] if a["allocationKey"] == "real-1")
     assert real["placeholderUsed"] is True and real["taskGroupName"] == "tg-1"
     assert dao["usedResource"] == {"vcore": 1000}
+
+
+# -- gangs that cannot both fit, preempted placeholders, recovery ----------------------------------
+
+
+def confirm_core_releases(w: World, handled: int) -> int:
+    """The shim's side: every release the core started (TIMEOUT, PLACEHOLDER_REPLACED,
+    PREEMPTED_BY_SCHEDULER) since ``handled`` is confirmed with its type; returns the new mark."""
+    released = w.rm.released
+    for release in released[handled:]:
+        if release.termination_type in (TIMEOUT, REPLACED, si.TerminationType.PREEMPTED_BY_SCHEDULER):
+            w.release(release.application_id, release.allocation_key, termination=release.termination_type)
+    return len(released)
+
+
+def run_until_idle(w: World, handled: int, cycles: int = 50) -> int:
+    for _ in range(cycles):
+        decisions = cycle(w)
+        handled = confirm_core_releases(w, handled)
+        if not decisions:
+            break
+    return handled
+
+
+def placed_placeholders(w: World, app_id: str) -> int:
+    app = w.partition().applications.get(app_id)
+    return 0 if app is None else sum(1 for a in app.allocations.values() if a.placeholder)
+
+
+@pytest.mark.parametrize("queues", [("root.gang", "root.gang"), ("root.gang", "root.gang2")])
+def test_two_gangs_that_each_need_60_percent_never_both_stay_half_placed(queues: tuple[str, str]) -> None:
+    """The deadlock the placeholders prevent: 10 nodes of 1 vcore, two Hard gangs of 6 members
+    of 1 vcore with a 5 s placeholder timeout, submitted together with their members. In one
+    FIFO queue the first runs whole and the second times out; in two queues (fair between
+    them) both may end half placed until the timeout: afterwards neither holds a partial gang."""
+    config = queues_yaml("""\
+          - name: gang
+            properties: {application.sort.policy: fifo}
+          - name: gang2
+            properties: {application.sort.policy: fifo}
+""")
+    w = World(config)
+    try:
+        for i in range(10):
+            w.add_node(f"node-{i}", memory=1000, vcore=1000)
+        for app_id, queue in zip(("job-1", "job-2"), queues):
+            w.apps(si.AddApplicationRequest(
+                application_id=app_id, queue_name=queue, partition_name="default",
+                ugi=si.UserGroupInformation(user="alice"), placeholder_ask=res(vcore=6000),
+                gang_scheduling_style="Hard", execution_timeout_milli_seconds=5000))
+        for app_id in ("job-1", "job-2"):
+            for i in range(6):
+                placeholder(w, f"{app_id}-ph-{i}", app_id)
+        for app_id in ("job-1", "job-2"):
+            for i in range(6):
+                member(w, f"{app_id}-m-{i}", app_id)
+        handled = run_until_idle(w, 0)
+        half = [a for a in ("job-1", "job-2") if 0 < placed_placeholders(w, a) < 6]
+        w.advance(5.1)
+        handled = run_until_idle(w, confirm_core_releases(w, handled))
+        apps = w.partition().applications
+        for app_id in ("job-1", "job-2"):
+            app = apps.get(app_id)
+            if app is None or app.state in (AppState.FAILED, AppState.FAILING):
+                continue
+            assert app.allocated_placeholder.is_zero(), (app_id, app.state, "holds placeholders after the timeout")
+        states = {a: (apps[a].state if a in apps else "gone") for a in ("job-1", "job-2")}
+        if queues[0] == queues[1]:
+            assert half == ["job-2"]  # FIFO: the first gang took its 6 nodes
+            job1 = apps["job-1"]
+            assert job1.state is AppState.RUNNING and sum(1 for a in job1.allocations.values()
+                                                           if a.placeholder_used) == 6, states
+            assert w.partition().completed_applications or apps["job-2"].state is AppState.FAILED, states
+        else:
+            assert all(apps[a].allocated_placeholder.is_zero() or apps[a].state is AppState.RUNNING
+                       for a in apps), states
+    finally:
+        w.close()
+
+
+def test_a_preempted_placeholder_is_never_replaced(w: World) -> None:
+    """TestPreemptedPlaceholderSkip / TestPlaceholderDataWithPlaceholderPreemption: node-1 is
+    full of a gang's 6 placeholders; a daemon set ask that needs node-1 preempts one (node-2
+    leaves room in the cluster, so the ask passes its queue's headroom). A member
+    arriving before the RM confirms takes another placeholder, never the preempted one; the
+    confirmation (PREEMPTED_BY_SCHEDULER, not echoed) counts it timed out: (6, 1, 1) once the
+    member's placeholder is confirmed too."""
+    w.add_node("node-1", memory=1000, vcore=6000)
+    gang_app(w, total={"vcore": 6000})
+    for i in range(6):
+        placeholder(w, f"ph-{i}")
+    for _ in range(6):
+        assert len(cycle(w)) == 1
+    w.add_node("node-2", memory=1000, vcore=1000)  # room in the cluster (the root's max), not on node-1
+    w.add_app("ds-app", "root.other")
+    w.ask("ds-1", "ds-app", res(vcore=1000), allocation_tags={si.TAG_REQUIRED_NODE: "node-1"})
+    cycle(w)  # reserves node-1
+    cycle(w)  # the reserved daemon set ask preempts
+    victims = [r.allocation_key for r in w.rm.released if r.termination_type == si.TerminationType.PREEMPTED_BY_SCHEDULER]
+    assert len(victims) == 1 and victims[0].startswith("ph-")
+    member(w, "real-1")
+    (decision,) = cycle(w)
+    assert decision.replaced is not None and decision.replaced.allocation_key != victims[0]
+    before = len(w.rm.released)
+    confirm(w, victims[0], termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
+    assert len(w.rm.released) == before  # no echo
+    confirm(w, decision.replaced.allocation_key)
+    assert data(w) == {"tg-1": (6, 1, 1)}
+    assert len(w.app("app-1").allocations) == 5
+
+
+def test_placeholders_the_rm_reports_after_a_restart_count(w: World) -> None:
+    """tests::TestPlaceholderRecovery: after a restart the RM reports the placeholders it runs
+    (with their node): they count in their group and the gang is whole again; a member then
+    replaces one as usual."""
+    w.add_node("node-1", memory=1000, vcore=10_000)
+    gang_app(w)
+    for key in ("ph-1", "ph-2"):
+        w.allocs(w.alloc_msg(key, "app-1", res(**ONE), node_id="node-1", placeholder=True, task_group_name="tg-1"))
+    app = w.app("app-1")
+    assert data(w) == {"tg-1": (2, 0, 0)} and app.allocated_placeholder == res(vcore=2000)
+    assert app.state is AppState.RUNNING
+    member(w, "real-1")
+    (decision,) = cycle(w)
+    assert decision.replaced is not None
+    confirm(w, decision.replaced.allocation_key)
+    assert data(w) == {"tg-1": (2, 0, 1)}

@@ -17,7 +17,9 @@ up to 25 s and ticks (placeholder timeouts).
 1. *Health*: ``check_invariants`` is green (queues, nodes, applications and users add up).
 2. *Placeholder counts add up*: per application and task group, ``count`` equals the group's
    placeholders allocated now plus those pending plus ``replaced`` plus ``timed out``.
-3. *No member before its placeholder is gone*: a real member taking a placeholder's place is
+3. *No gang starts half*: an application still placing its placeholders has no member
+   allocated or taking a placeholder.
+4. *No member before its placeholder is gone*: a real member taking a placeholder's place is
    not allocated in the core and has not been sent to the RM until the RM confirmed the
    placeholder's release; a member allocated by replacement (``placeholder_used``) replaced a
    placeholder whose release the RM confirmed.
@@ -31,6 +33,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from rm_helpers import World, check_invariants, res
 from scheduling_helpers import config as queues_yaml
 
+from pyscheduler.objects.application_state import AppState
 from pyscheduler.scheduler.cycle import SchedulingCycle
 from pyscheduler.si import messages as si
 
@@ -187,6 +190,14 @@ class GangMachine(RuleBasedStateMachine):
                     placeholders = self._placeholders_of(alloc.allocation_key)
                     assert placeholders & self.confirmed_placeholders or placeholders & self._removed_with_node(), (
                         alloc.allocation_key, placeholders)
+
+    @invariant()
+    def no_gang_starts_half(self) -> None:
+        """An application still placing its gang runs none of its members."""
+        for app in self.w.partition().applications.values():
+            if app.state is AppState.ACCEPTED and not app.allocated_placeholder.is_zero():
+                assert not any(a.placeholder_used for a in app.allocations.values()), app.app_id
+                assert not any(a.replaced_by is not None for a in app.allocations.values()), app.app_id
 
     def _placeholders_of(self, member_key: str) -> set[str]:
         """The placeholders the core asked the RM to release for this member."""

@@ -247,10 +247,14 @@ class SchedulingCycle:
     # -- placeholder replacement ----------------------------------------------------------------
 
     def _try_placeholders(self, partition: Partition) -> Decision | None:
-        """Gang applications holding placeholders, by id: the first replacement made."""
+        """Gang applications holding placeholders, by id: the first replacement made. Only
+        once the whole gang is placed (the application runs): YuniKorn's core replaces as soon
+        as a placeholder and a member meet and leaves it to the Kubernetes shim to submit
+        members only then; an RM that submits them early would otherwise start the job half."""
         for app_id in sorted(partition.applications):
             app = partition.applications[app_id]
-            if app.allocated_placeholder.is_zero() or not app.asks:
+            if (app.allocated_placeholder.is_zero() or not app.asks
+                    or app.state not in (AppState.RUNNING, AppState.COMPLETING)):
                 continue
             decision = self._try_replace(partition, app)
             if decision is not None:
