@@ -269,7 +269,8 @@ def invariant_problems(partition: Partition) -> list[str]:
       over its children;
     - an application's allocated and pending equal the sums of its allocations and asks;
     - a node's allocated equals the sum of its allocations, and each node allocation is the
-      application's;
+      application's (or a gang member taking the place of its application's placeholder on
+      another node, until the RM confirms);
     - root's max equals the total node capacity;
     - the cycle's incremental state: each queue's applications with asks, priority counts and
       pending priority agree with its applications and children (``Queue.priority_problems``).
@@ -285,6 +286,11 @@ def invariant_problems(partition: Partition) -> list[str]:
             problems.append(f"node {node.node_id} allocated {node.allocated} != sum of its allocations")
         for key, alloc in list(node.allocations.items()):
             app = partition.applications.get(alloc.application_id)
+            placeholder = alloc.replacing
+            if (app is not None and placeholder is not None and key not in app.allocations
+                    and app.allocations.get(placeholder.allocation_key) is placeholder
+                    and placeholder.replaced_by is alloc and placeholder.node_id != node.node_id):
+                continue  # a gang member holding room here until its placeholder elsewhere goes
             if app is None or app.allocations.get(key) is not alloc:
                 problems.append(f"node {node.node_id} holds {key} that its application does not")
     for app in list(partition.applications.values()):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from rm_helpers import T, D, World, res
+from rm_helpers import D, T, World, check_invariants, res
 from scheduling_helpers import config as queues_yaml
 
 from pyscheduler.dao.applications import application_dao
@@ -16,6 +16,7 @@ from pyscheduler.dao.views import app_view
 from pyscheduler.objects.application_state import AppState
 from pyscheduler.objects.placeholders import CANCEL_INCOMPATIBLE, RELEASE_ALLOCATED_ON_TIMEOUT, REPLACING
 from pyscheduler.scheduler.cycle import Decision, SchedulingCycle
+from pyscheduler.scheduler.health import check_health
 from pyscheduler.si import messages as si
 
 GANG = queues_yaml("""\
@@ -159,6 +160,9 @@ def test_a_member_goes_to_another_node_when_the_rm_refuses_the_placeholders_node
     nodes = w.partition().nodes
     assert nodes["node-1"].allocated == res(vcore=1000) and nodes["node-2"].allocated == res(vcore=1000)
     assert w.queue("root.gang").allocated == res(vcore=1000)
+    # The health checks know a member holding room on another node until the RM confirms.
+    check_invariants(w.context)
+    assert check_health(w.context).healthy
     confirm(w, "ph-1")
     assert nodes["node-1"].allocated.is_zero()
     assert nodes["node-2"].allocated == res(vcore=1000)

@@ -8,13 +8,15 @@ invariants checked after every step.
 members of 0.5-2 vcores, Soft or Hard, a placeholder timeout of 1-20 s) with their placeholder
 asks, real members of their groups (now and then one larger than the group's placeholders, or
 of a group that has none), and normal applications with asks; it removes applications and
-nodes; it confirms the core's releases as a shim does (PLACEHOLDER_REPLACED and TIMEOUT with the
+nodes; its predicates refuse members on one node now and then (members then take other nodes
+than their placeholders'); it confirms the core's releases as a shim does (PLACEHOLDER_REPLACED and TIMEOUT with the
 same type, sometimes twice, some late, some never). The scheduler runs cycles; the clock moves
 up to 25 s and ticks (placeholder timeouts).
 
 **Invariants**, after every step:
 
-1. *Health*: ``check_invariants`` is green (queues, nodes, applications and users add up).
+1. *Health*: ``check_invariants`` and the REST health checks are green (queues, nodes,
+   applications and users add up).
 2. *Placeholder counts add up*: per application and task group, ``count`` equals the group's
    placeholders allocated now plus those pending plus ``replaced`` plus ``timed out``.
 3. *No gang starts half*: an application still placing its placeholders has no member
@@ -35,6 +37,7 @@ from scheduling_helpers import config as queues_yaml
 
 from pyscheduler.objects.application_state import AppState
 from pyscheduler.scheduler.cycle import SchedulingCycle
+from pyscheduler.scheduler.health import check_health
 from pyscheduler.si import messages as si
 
 CONFIG = queues_yaml("""\
@@ -151,6 +154,15 @@ class GangMachine(RuleBasedStateMachine):
                     self.confirmed_placeholders.add(release.allocation_key)
                 self.w.release(release.application_id, release.allocation_key, termination=release.termination_type)
 
+    @rule(node=st.sampled_from([None, *NODES]))
+    def refuse_members_on(self, node: str | None) -> None:
+        """The RM's predicates refuse real members on one node (None: accept everything), so
+        members sometimes take other nodes than their placeholders'."""
+        def predicates(key: str, node_id: str, allocate: bool) -> str | None:
+            del allocate
+            return "refused" if node is not None and node_id == node and key.startswith("real-") else None
+        self.w.rm.set_predicates(predicates)
+
     # -- the scheduler and the clock -------------------------------------------------------------
 
     @rule(cycles=st.integers(1, 8))
@@ -168,6 +180,8 @@ class GangMachine(RuleBasedStateMachine):
     @invariant()
     def healthy(self) -> None:
         check_invariants(self.w.context)
+        result = check_health(self.w.context)
+        assert result.healthy, result.explain()
 
     @invariant()
     def placeholder_counts_add_up(self) -> None:

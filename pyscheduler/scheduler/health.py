@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyscheduler.common.resources import Resource
 from pyscheduler.objects.allocation import Allocation
-from pyscheduler.objects.application import RUNNING_STATES
+from pyscheduler.objects.application import RUNNING_STATES, Application
 from pyscheduler.objects.node import Node
 from pyscheduler.objects.partition import Partition
 
@@ -279,6 +279,7 @@ def _check_partition(partition: Partition, found: _Findings) -> None:
     nodes = [partition.nodes[node_id] for node_id in sorted(partition.nodes)]
     node_capacity = Resource()
     node_allocated = Resource()
+    in_flight = Resource()
     reservation_keys = 0
     for node in nodes:
         capacity, allocated, occupied, available = node.total, node.allocated, node.occupied, node.available
@@ -301,11 +302,16 @@ def _check_partition(partition: Partition, found: _Findings) -> None:
                 found.orphans_on_node.append(_alloc_str(alloc))
                 continue
             known = app.allocations.get(key)
+            if known is not alloc and _member_in_flight(app, alloc):
+                # A gang member holding room here while its placeholder, on another node, waits
+                # for the RM's confirmation: not yet the application's, nor its queue's.
+                in_flight = in_flight + alloc.resource
+                continue
             if known is not alloc:
                 found.orphans_on_node.append(_alloc_str(alloc))
 
     found.reservation_ratio.append(reservation_keys / len(nodes) if nodes else math.nan)
-    if node_allocated != partition_allocated:
+    if node_allocated - in_flight != partition_allocated:
         found.allocation_mismatch.append(name)
     if node_capacity != total:
         found.total_mismatch.append(name)
@@ -335,6 +341,14 @@ def _check_partition(partition: Partition, found: _Findings) -> None:
     _check_queues(partition, found)
     _check_reservations(partition, nodes, found)
     _check_ugm(partition, apps, found)
+
+
+def _member_in_flight(app: Application, alloc: Allocation) -> bool:
+    """A gang member placed on another node than the placeholder it is taking the place of."""
+    placeholder = alloc.replacing
+    return (placeholder is not None and placeholder.replaced_by is alloc
+            and app.allocations.get(placeholder.allocation_key) is placeholder
+            and placeholder.node_id != alloc.node_id)
 
 
 def _check_queues(partition: Partition, found: _Findings) -> None:
