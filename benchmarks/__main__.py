@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from benchmarks import (
     events_memory,
     events_throughput,
+    gang,
     hostile_clients,
     preemption,
     reporter,
@@ -102,6 +103,10 @@ def _run_preemption(args: argparse.Namespace, progress: Progress) -> FamilyRepor
     return preemption.run(quick=args.quick, progress=progress)
 
 
+def _run_gang(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return gang.run(quick=args.quick, progress=progress)
+
+
 def _run_rest_polling(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return rest_polling.run(quick=args.quick, pollers=args.pollers or rest_polling.POLLERS, progress=progress)
 
@@ -137,6 +142,11 @@ FAMILIES: dict[str, Family] = {
             "preemption",
             "preemption decision time at 5,000 nodes x 50,000 allocations, scheduling with it armed vs off",
             _run_preemption,
+        ),
+        Family(
+            "gang",
+            "scheduling throughput with every application a gang (placeholders, then replacements) vs none",
+            _run_gang,
         ),
     )
 }

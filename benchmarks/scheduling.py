@@ -77,7 +77,12 @@ ROLES_SHAPE: Final = "many-queues-roles"
 #: partition's preemption.enabled false (``benchmarks.preemption``).
 PREEMPTION_ON_SHAPE: Final = "many-queues-preemption"
 PREEMPTION_OFF_SHAPE: Final = "many-queues-preemption-off"
-WORKER_SHAPES: Final = (*SHAPES, ROLES_SHAPE, PREEMPTION_ON_SHAPE, PREEMPTION_OFF_SHAPE)
+#: The many-queues shape where every application is a gang: one placeholder per ask (task group
+#: ``tg``, the application's placeholder ask their total), the asks its members; the RM
+#: confirms each placeholder's release at once, as a shim does. A run counts the placeholders'
+#: allocations plus the members' (the replacements): twice the asks (``benchmarks.gang``).
+GANG_SHAPE: Final = "many-queues-gang"
+WORKER_SHAPES: Final = (*SHAPES, ROLES_SHAPE, PREEMPTION_ON_SHAPE, PREEMPTION_OFF_SHAPE, GANG_SHAPE)
 #: Roles per application in the roles shape (ASKS_PER_APP / ROLES_PER_APP instances each).
 ROLES_PER_APP: Final = 5
 #: The many-queues shape: parents x leaves per parent, asks per application, asks and nodes (--quick: fewer).
@@ -178,6 +183,25 @@ class CountingRM:
         """Scheduling-state hints: not used."""
 
 
+class GangRM(CountingRM):
+    """The gang shape's RM: counts placeholders' and members' allocations, and confirms every
+    PLACEHOLDER_REPLACED release at once (the placeholder's pod is gone), from the callback as
+    an embedded RM may."""
+
+    def __init__(self, target: int) -> None:
+        super().__init__(target)
+        self.proxy: Any = None
+
+    def update_allocation(self, response: Any) -> None:
+        from pyscheduler.si import messages as si
+
+        super().update_allocation(response)
+        replaced = tuple(r for r in response.released if r.termination_type == si.TerminationType.PLACEHOLDER_REPLACED)
+        if replaced:
+            self.proxy.update_allocation(si.AllocationRequest(
+                releases=si.AllocationReleasesRequest(allocations_to_release=replaced), rm_id=RM_ID))
+
+
 @dataclass
 class Setup:
     """A core with every node, both applications and every ask submitted."""
@@ -198,21 +222,48 @@ def submit_workload(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
 
 
 def submit_many_queues(proxy: RMProxy, rm_id: str, nodes: int, asks: int, roles: bool = False,
-                       may_preempt: bool = False) -> None:
+                       may_preempt: bool = False, gang: bool = False) -> None:
     """The many-queues shape: nodes as in :func:`submit_workload`, ``asks // ASKS_PER_APP``
     applications round-robin over the leaves, the asks round-robin over the applications.
     ``roles``: the ``j``-th ask of an application plays role ``r<j % ROLES_PER_APP>``, and
     each role of each application has a history on as many nodes as it has instances (restored
     before the asks arrive, as a restarted scheduler loads it), spread over the cluster.
-    ``may_preempt``: every ask may preempt others (``allowPreemptOther``)."""
+    ``may_preempt``: every ask may preempt others (``allowPreemptOther``). ``gang``: every
+    application a gang (see :data:`GANG_SHAPE`)."""
     apps = max(1, asks // ASKS_PER_APP)
     _submit_nodes(proxy, rm_id, nodes, asks)
+    if gang:
+        _submit_gangs(proxy, rm_id, apps, asks)
+        return
     _submit_apps(proxy, rm_id, [(f"app-{i:04d}", many_queues_leaf(i)) for i in range(apps)])
     role_of: Callable[[int], str] | None = None
     if roles:
         _restore_histories(proxy, apps, nodes, asks)
         role_of = lambda k: f"r{(k // apps) % ROLES_PER_APP}"  # noqa: E731
     _submit_asks(proxy, rm_id, asks, lambda k: f"app-{k % apps:04d}", role_of, may_preempt)
+
+
+def _submit_gangs(proxy: RMProxy, rm_id: str, apps: int, asks: int) -> None:
+    """Gang applications (placeholder ask: their asks' total), one placeholder per ask, then
+    the asks as members of task group ``tg``."""
+    from pyscheduler.common.resources import Resource
+    from pyscheduler.si import messages as si
+
+    ask = Resource({"memory": 10, "vcore": 1})
+    per_app = [len(range(i, asks, apps)) for i in range(apps)]
+    ugi = si.UserGroupInformation(user="bench")
+    proxy.update_application(si.ApplicationRequest(new=tuple(
+        si.AddApplicationRequest(application_id=f"app-{i:04d}", queue_name=many_queues_leaf(i), partition_name="default",
+                                 ugi=ugi, placeholder_ask=Resource({"memory": 10 * n, "vcore": n}))
+        for i, n in enumerate(per_app)), rm_id=rm_id))
+
+    def asks_of(prefix: str, placeholder: bool) -> tuple[Any, ...]:
+        return tuple(si.Allocation(allocation_key=f"{prefix}-{k:05d}", application_id=f"app-{k % apps:04d}",
+                                   partition_name="default", resource_per_alloc=ask, placeholder=placeholder,
+                                   task_group_name="tg") for k in range(asks))
+
+    proxy.update_allocation(si.AllocationRequest(allocations=asks_of("ph", True), rm_id=rm_id))
+    proxy.update_allocation(si.AllocationRequest(allocations=asks_of("ask", False), rm_id=rm_id))
 
 
 def _restore_histories(proxy: RMProxy, apps: int, nodes: int, asks: int) -> None:
@@ -306,15 +357,19 @@ def build(policy: str, nodes: int, asks: int, native: bool, shape: str = YUNIKOR
     # 100 ms idle wait (a Scheduler made after the asks would not know work is pending).
     scheduler = Scheduler(context)
     proxy = RMProxy(context)
-    rm = CountingRM(asks)
+    gang = shape == GANG_SHAPE
+    rm = GangRM(2 * asks) if gang else CountingRM(asks)
+    if isinstance(rm, GangRM):
+        rm.proxy = proxy
     preemption = {PREEMPTION_ON_SHAPE: True, PREEMPTION_OFF_SHAPE: False}.get(shape)
-    many_queues = shape in (MANY_QUEUES_SHAPE, ROLES_SHAPE) or preemption is not None
+    many_queues = shape in (MANY_QUEUES_SHAPE, ROLES_SHAPE, GANG_SHAPE) or preemption is not None
     config = many_queues_config(policy, preemption) if many_queues else CONFIG % policy
     proxy.register_resource_manager(
         si.RegisterResourceManagerRequest(rm_id=RM_ID, policy_group="default", config=config), rm
     )
     if many_queues:
-        submit_many_queues(proxy, RM_ID, nodes, asks, roles=shape == ROLES_SHAPE, may_preempt=preemption is not None)
+        submit_many_queues(proxy, RM_ID, nodes, asks, roles=shape == ROLES_SHAPE, may_preempt=preemption is not None,
+                           gang=gang)
     else:
         submit_workload(proxy, RM_ID, nodes, asks)
     return Setup(context, proxy, rm, scheduler)
@@ -342,7 +397,7 @@ def measure_threaded(policy: str, nodes: int, asks: int, native: bool, timeout: 
     scheduler.stop()
     created_after, dropped_after = _events_created(setup.context)
     setup.proxy.stop()
-    return _result(setup.rm, asks, seconds, scheduler.cycles, finished, timeout,
+    return _result(setup.rm, setup.rm.target, seconds, scheduler.cycles, finished, timeout,
                    created_after - created_before, dropped_after - dropped_before)
 
 
@@ -357,13 +412,13 @@ def measure_lockstep(policy: str, nodes: int, asks: int, native: bool, timeout: 
     schedule_once = scheduler.schedule_once
     rm = setup.rm
     started = time.perf_counter()
-    while rm.allocated < asks:
+    while rm.allocated < rm.target:
         if not schedule_once() or time.monotonic() > deadline:
             break
     seconds = time.perf_counter() - started
     created_after, dropped_after = _events_created(setup.context)
     setup.proxy.stop()
-    return _result(rm, asks, seconds, scheduler.cycles, rm.allocated >= asks, timeout,
+    return _result(rm, rm.target, seconds, scheduler.cycles, rm.allocated >= rm.target, timeout,
                    created_after - created_before, dropped_after - dropped_before)
 
 
