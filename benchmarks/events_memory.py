@@ -112,6 +112,8 @@ class MemoryRow:
     store_memory_bytes: int | None = None
     """What the store itself reports (``stats()["memory_bytes"]``), to set beside RSS."""
     store_stats: dict[str, int] | None = None
+    #: The job mix of the workload events ("normal", "gang" or a fraction).
+    mix: str = "normal"
 
 
 class EventStoreLike(Protocol):
@@ -265,6 +267,7 @@ def _measured_row(params: MemoryParams, stored: int, rss: tuple[int, int, int], 
         increase_bytes=after - before,
         bytes_per_event=(after - before) / params.events if params.events else 0.0,
         seconds=seconds,
+        mix=str(params.mix),
         **extra,
     )
 
@@ -334,6 +337,47 @@ class RatioRow:
 
 
 @dataclass
+class SeedRow:
+    """One line of the seed's table of events per day ("Memory usage of historical
+    elements"), with the memory the Rust store needs to keep ``retention_days`` of them, from
+    the bytes/event measured for that job type in this run."""
+
+    pods_per_day: int
+    apps_per_day: int
+    job_type: str
+    events_per_app: int
+    events_per_pod: int
+    events_per_day: int
+    retained_events: int
+    bytes_per_event: float | None
+    retained_mib: float | None
+
+
+#: The seed's table: pods per day, 100 pods per application; 7 events per application, 2 per
+#: pod for a normal job and 3 for a gang job (the placeholder replaced).
+SEED_PODS_PER_DAY: Final = (150_000, 300_000)
+SEED_PODS_PER_APP: Final = 100
+SEED_RETENTION_DAYS: Final = 5
+
+
+def seed_rows(rows: Sequence[MemoryRow]) -> list[SeedRow]:
+    """The seed's normal and gang rows, with the Rust store's bytes/event at the largest size
+    measured for each job type (None when it was not measured)."""
+    out = []
+    for pods in SEED_PODS_PER_DAY:
+        for job_type, per_pod in (("normal", 2), ("gang", 3)):
+            apps = pods // SEED_PODS_PER_APP
+            per_app = 7 + SEED_PODS_PER_APP * per_pod
+            per_day = apps * per_app
+            retained = per_day * SEED_RETENTION_DAYS
+            measured = [r for r in rows if r.layout == "rust" and r.mix == job_type]
+            bpe = max(measured, key=lambda r: r.events).bytes_per_event if measured else None
+            out.append(SeedRow(pods, apps, job_type, per_app, per_pod, per_day, retained, bpe,
+                               retained * bpe / MIB if bpe is not None else None))
+    return out
+
+
+@dataclass
 class GoReferenceRow:
     """One line of the seed's Go table, with bytes/event derived from its MiB."""
 
@@ -355,6 +399,7 @@ class MemoryReport:
     not_measured: list[NotMeasured] = field(default_factory=list)
     ratios: list[RatioRow] = field(default_factory=list)
     go_reference: list[GoReferenceRow] = field(default_factory=list)
+    seed_rows: list[SeedRow] = field(default_factory=list)
     target: str = ""
     target_met: bool | None = None
     failures: list[str] = field(default_factory=list)
@@ -442,14 +487,25 @@ def run(
         report.rows.append(row)
         if row.layout == "rust" and row.stored != row.events:
             report.failures.append(f"rust at {fmt_count(n)}: stored {row.stored} of {row.events} events")
-    report.ratios = compute_ratios(report.rows)
+    if mix == "normal" and "rust" in layouts and sizes:
+        # The seed's gang rows: the Rust store once more, on gang jobs (3 events per pod).
+        n = max(sizes)
+        progress(f"events-memory: rust at {fmt_count(n)} events of gang jobs (fresh process)")
+        try:
+            report.rows.append(measure(MemoryParams(layout="rust", events=n, seed=seed, mix="gang",
+                                                    queue_capacity=queue_capacity)))
+        except (RuntimeError, OSError, ValueError) as exc:
+            report.failures.append(str(exc))
+            report.not_measured.append(NotMeasured("rust (gang)", n, f"failed: {exc}"))
+    report.seed_rows = seed_rows(report.rows)
+    report.ratios = compute_ratios([r for r in report.rows if r.mix == str(mix)])
     report.go_reference = go_reference()
     report.target, report.target_met = check_target(report.rows)
     return report
 
 
-def _row(rows: Sequence[MemoryRow], layout: str, n: int) -> MemoryRow | None:
-    return next((r for r in rows if r.layout == layout and r.events == n), None)
+def _row(rows: Sequence[MemoryRow], layout: str, n: int, mix: str = "normal") -> MemoryRow | None:
+    return next((r for r in rows if r.layout == layout and r.events == n and r.mix == mix), None)
 
 
 def _over(other: float | None, rust: float) -> float | None:
@@ -520,7 +576,7 @@ def format_memory_report(report: MemoryReport) -> str:
             ],
             [
                 [
-                    r.layout,
+                    r.layout if r.mix == report.mix else f"{r.layout} ({r.mix} jobs)",
                     fmt_count(r.events),
                     _mib(r.increase_bytes),
                     f"{r.bytes_per_event:.1f}",
@@ -575,6 +631,22 @@ def format_memory_report(report: MemoryReport) -> str:
             ],
         )
     )
+    if report.seed_rows:
+        parts += [
+            "",
+            f"The seed's daily volumes (100 pods per application; 7 events per application, 2 per pod for normal "
+            f"jobs, 3 for gang jobs), kept {SEED_RETENTION_DAYS} days in the Rust store at the bytes/event measured "
+            "above for that job type (largest size):",
+            "",
+            format_table(
+                ["pods/day", "apps/day", "job type", "events/app", "events/pod", "events/day",
+                 f"events in {SEED_RETENTION_DAYS} days", "Rust bytes/event", "Rust MiB"],
+                [[fmt_count(r.pods_per_day), f"{r.apps_per_day:,}", r.job_type, r.events_per_app, r.events_per_pod,
+                  fmt_count(r.events_per_day), fmt_count(r.retained_events),
+                  f"{r.bytes_per_event:.1f}" if r.bytes_per_event is not None else "-",
+                  f"{r.retained_mib:.0f}" if r.retained_mib is not None else "-"] for r in report.seed_rows],
+            ),
+        ]
     parts += ["", f"Target: {report.target}"]
     if report.failures:
         parts += ["", "FAILURES:", *(f"- {f}" for f in report.failures)]

@@ -330,6 +330,8 @@ def test_memory_measurement_in_process_with_a_fake_store() -> None:
 def test_memory_report_plans_ratios_and_says_what_was_not_measured() -> None:
     def fake_measure(params: events_memory.MemoryParams) -> events_memory.MemoryRow:
         per_event = {"rust": 30.0, "py-dicts": 600.0, "py-tuples": 400.0, "control": 1.0}[params.layout]
+        if params.mix == "gang":
+            per_event = 33.0
         increase = int(per_event * params.events)
         return events_memory.MemoryRow(
             params.layout,
@@ -342,6 +344,7 @@ def test_memory_report_plans_ratios_and_says_what_was_not_measured() -> None:
             increase,
             per_event,
             0.1,
+            mix=str(params.mix),
         )
 
     report = events_memory.run(
@@ -355,6 +358,11 @@ def test_memory_report_plans_ratios_and_says_what_was_not_measured() -> None:
     assert by_n[9_000_000].py_dicts_over_rust is None
     assert by_n[9_000_000].go_best_over_rust == pytest.approx(593 * 2**20 / 9e6 / 30.0)
     assert report.target_met is True
+    # The seed's rows: gang jobs measured once more (at 9M), 3 events per pod.
+    assert [r.mix for r in report.rows if r.layout == "rust"] == ["normal"] * 3 + ["gang"]
+    gang = [r for r in report.seed_rows if r.job_type == "gang"]
+    assert [(r.pods_per_day, r.events_per_day) for r in gang] == [(150_000, 460_500), (300_000, 921_000)]
+    assert all(r.bytes_per_event == 33.0 for r in gang)
     text = report.format()
     assert "Not measured" in text and "277" in text and "149" in text and "69" in text
     json.dumps(report.to_dict())
