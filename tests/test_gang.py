@@ -475,3 +475,20 @@ def test_placeholders_the_rm_reports_after_a_restart_count(w: World) -> None:
     assert decision.replaced is not None
     confirm(w, decision.replaced.allocation_key)
     assert data(w) == {"tg-1": (2, 0, 1)}
+
+
+def test_a_member_withdrawn_while_it_takes_a_placeholders_place(w: World) -> None:
+    """The RM deletes a member (its pod) before confirming its placeholder's release: the
+    member leaves node-2 at once, nothing is rejected; the placeholder goes when the RM confirms
+    (counted replaced, as YuniKorn counts a placeholder replaced without a member) and nothing
+    is sent to the RM as new."""
+    member_on_node_2(w)
+    w.release("app-1", "real-1")
+    assert not w.rm.rejected_allocations
+    nodes = w.partition().nodes
+    assert nodes["node-2"].allocated.is_zero()
+    check_invariants(w.context)
+    confirm(w, "ph-1")
+    assert "real-1" not in w.rm.allocations and "real-1" not in w.app("app-1").allocations
+    assert nodes["node-1"].allocated.is_zero()
+    assert data(w) == {"tg-1": (1, 0, 1)}

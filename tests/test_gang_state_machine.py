@@ -7,8 +7,8 @@ invariants checked after every step.
 **What the machine does.** The RM submits gang applications (one or two task groups of 1-3
 members of 0.5-2 vcores, Soft or Hard, a placeholder timeout of 1-20 s) with their placeholder
 asks, real members of their groups (now and then one larger than the group's placeholders, or
-of a group that has none), and normal applications with asks; it removes applications and
-nodes; its predicates refuse members on one node now and then (members then take other nodes
+of a group that has none), and normal applications with asks; it withdraws members (pending,
+taking a placeholder's place, or running), removes applications and nodes; its predicates refuse members on one node now and then (members then take other nodes
 than their placeholders'); it confirms the core's releases as a shim does (PLACEHOLDER_REPLACED and TIMEOUT with the
 same type, sometimes twice, some late, some never). The scheduler runs cycles; the clock moves
 up to 25 s and ticks (placeholder timeouts).
@@ -118,6 +118,19 @@ class GangMachine(RuleBasedStateMachine):
         self.normal.append(app_id)
         for _ in range(asks):
             self.w.ask(self._key("ask"), app_id, res(vcore=1000))
+
+    @rule(data=st.data())
+    def withdraw_member(self, data: st.DataObject) -> None:
+        """The RM deletes a real member's pod: pending, taking a placeholder's place, or running."""
+        part = self.w.partition()
+        members = sorted((app.app_id, key) for app in part.applications.values()
+                         for key in [*app.asks, *app.allocations,
+                                     *(p.replaced_by.allocation_key for p in app.placeholders() if p.replaced_by)]
+                         if key.startswith("real-"))
+        if members:
+            app_id, key = data.draw(st.sampled_from(members))
+            self.w.release(app_id, key)
+            assert key not in self.w.rm.rejected_allocations
 
     @rule(data=st.data())
     def remove_app(self, data: st.DataObject) -> None:

@@ -123,6 +123,9 @@ class Partition:
         self.nodes: dict[str, Node] = {}
         self._sorted_node_ids: list[str] | None = None
         self.applications: dict[str, Application] = {}
+        #: Gang applications (a placeholder ask, or placeholders asked for): the only ones the
+        #: cycle's placeholder phase looks at.
+        self.gang_apps: set[str] = set()
         self.completed_applications: dict[str, Application] = {}
         self.rejected_applications: dict[str, Application] = {}
         self.total = Resource()
@@ -362,6 +365,8 @@ class Partition:
             app.queue = queue
             self.applications[app.app_id] = app
             queue.add_application(app)
+            if not app.placeholder_ask.is_zero():
+                self.gang_apps.add(app.app_id)
 
     @staticmethod
     def _check_gang(app: Application, queue: Queue) -> None:
@@ -397,6 +402,7 @@ class Partition:
                 if app.state in RUNNING_STATES:
                     app.queue.dec_running_apps()
             del self.applications[app_id]
+            self.gang_apps.discard(app_id)
             self.events.app.removed(app_id)
             self.ugm.remove_app(app.app_id, app.user)
             self.outbox.released.extend(released)
@@ -419,6 +425,8 @@ class Partition:
                 raise PartitionError(f"allocation {alloc.allocation_key}: resource must be positive, got {alloc.resource}")
             app = self._app(alloc.application_id)
             node = self._node(alloc.node_id) if alloc.node_id else None
+            if alloc.placeholder:
+                self.gang_apps.add(app.app_id)
             existing = app.allocations.get(alloc.allocation_key)
             if existing is not None:
                 if existing.resource != alloc.resource:
@@ -536,6 +544,8 @@ class Partition:
                 if ask is not None:
                     self._role_ask_removed(app, ask)
                 released = []
+            elif self._withdraw_member(app, allocation_key):
+                released = []
             else:
                 raise PartitionError(f"application {app_id} has no allocation {allocation_key}")
         self.on_change()
@@ -599,6 +609,25 @@ class Partition:
             if node is not None:
                 node.remove_allocation(real.allocation_key)
         app.undo_replacement(placeholder)
+
+    def _withdraw_member(self, app: Application, key: str) -> bool:
+        """The RM withdraws a gang member that is taking a placeholder's place (its pod was
+        deleted before the placeholder's release was confirmed): it leaves the node it held and
+        is forgotten; the placeholder, already released, goes when the RM confirms. Returns
+        whether ``key`` was such a member."""
+        for placeholder in app.placeholders():
+            member = placeholder.replaced_by
+            if member is not None and member.allocation_key == key:
+                if member.node_id != placeholder.node_id:
+                    node = self.nodes.get(member.node_id)
+                    if node is not None:
+                        node.remove_allocation(key)
+                placeholder.replaced_by = None
+                member.replacing = None
+                member.unplace()
+                self.events.app.ask_removed(app.app_id, key, member.resource)
+                return True
+        return False
 
     def release_incompatible(self, app: Application, placeholder: Allocation, real: Allocation) -> None:
         """A real member larger than its group's placeholder: the placeholder goes (TIMEOUT,
@@ -689,6 +718,7 @@ class Partition:
 
     def _move_terminated(self, app: Application) -> None:
         del self.applications[app.app_id]
+        self.gang_apps.discard(app.app_id)
         if app.queue is not None:
             app.queue.remove_application(app)
         self.ugm.remove_app(app.app_id, app.user)

@@ -247,13 +247,14 @@ class SchedulingCycle:
     # -- placeholder replacement ----------------------------------------------------------------
 
     def _try_placeholders(self, partition: Partition) -> Decision | None:
-        """Gang applications holding placeholders, by id: the first replacement made. Only
+        """Gang applications (``Partition.gang_apps``) holding placeholders, by id: the first
+        replacement made. Only
         once the whole gang is placed (the application runs): YuniKorn's core replaces as soon
         as a placeholder and a member meet and leaves it to the Kubernetes shim to submit
         members only then; an RM that submits them early would otherwise start the job half."""
-        for app_id in sorted(partition.applications):
-            app = partition.applications[app_id]
-            if (app.allocated_placeholder.is_zero() or not app.asks
+        for app_id in sorted(partition.gang_apps):
+            app = partition.applications.get(app_id)
+            if (app is None or app.allocated_placeholder.is_zero() or not app.asks
                     or app.state not in (AppState.RUNNING, AppState.COMPLETING)):
                 continue
             decision = self._try_replace(partition, app)
