@@ -80,9 +80,13 @@ _SUBMIT: Final = 2
 #: Nothing to send: wakes the core when a preemption delay has passed (in lockstep, keeps the
 #: clock from jumping past it).
 _WAKE: Final = 3
-#: A release's or a victim's (application id, allocation key), a submission's plan, or None
-#: for a wake.
-_Payload = tuple[str, str] | AppPlan | None
+#: Gang jobs: a placeholder the core released is gone (its pod deleted): confirm the release;
+#: a job runs (every placeholder placed) or resumed: submit its members.
+_CONFIRM: Final = 4
+_MEMBERS: Final = 5
+#: A release's or a victim's (application id, allocation key), a placeholder's confirmation
+#: (application id, key, termination type), a submission's plan, or None for a wake.
+_Payload = tuple[str, str] | tuple[str, str, int] | AppPlan | None
 
 #: The late tenant's asks are woken this long after their preemption delay (the manual
 #: clock's nanoseconds may trail its seconds by a few rounding errors) ...
@@ -188,6 +192,19 @@ class SimulationRecord:
     node_count: int = 0
     node_memory: int = 0
     node_vcore: int = 0
+    #: Gang jobs: how many, how many ran their placeholders whole (the job ran before any
+    #: timeout), resumed (Soft) or failed (Hard) after their placeholder timeout; per job whose
+    #: members all ran at once, the simulated seconds from its submission until then; the
+    #: placeholders placed and their memory (bytes) and vcore (millicores) times the seconds
+    #: they held their nodes.
+    gang_jobs: int = 0
+    gang_started_whole: int = 0
+    gang_resumed: int = 0
+    gang_failed: int = 0
+    gang_all_running: list[float] = field(default_factory=list)
+    placeholders_allocated: int = 0
+    placeholder_memory_seconds: float = 0.0
+    placeholder_vcore_seconds: float = 0.0
     #: True when every ask ended (released, rejected or ended by the core) before the timeout.
     completed: bool = False
     problems: list[str] = field(default_factory=list)
@@ -283,6 +300,18 @@ class SimulatedRM:
         self._last_change = 0.0
         self._first_submit: float | None = None
         self._last_release = 0.0
+        # Gang jobs (the workload's ``gangs``): their plans; each placeholder's (job, memory,
+        # vcore) and, while placed, (node, since); the jobs' last states, arrivals, members
+        # running, and the jobs whose members were submitted or that failed.
+        self._gang_plans: dict[str, AppPlan] = {app.app_id: app for app in workload.apps if app.task_group}
+        self.record.gang_jobs = len(self._gang_plans)
+        self._placeholders: dict[str, tuple[str, int, int]] = {}
+        self._ph_running: dict[str, tuple[str, float]] = {}
+        self._gang_states: dict[str, str] = {}
+        self._gang_arrival: dict[str, float] = {}
+        self._members_running: dict[str, int] = {}
+        self._members_submitted: set[str] = set()
+        self._gang_failed: set[str] = set()
 
     # -- the RM callback (called by the core, possibly from the scheduling thread) ------------
 
@@ -294,6 +323,9 @@ class SimulatedRM:
             record = self.record
             for alloc in response.new:
                 key = alloc.allocation_key
+                if key in self._placeholders:
+                    self._placeholder_placed(now, key, alloc.node_id)
+                    continue
                 submitted = self._submitted_at.pop(key, None)
                 if submitted is None:
                     record.unexpected_allocations += 1
@@ -308,10 +340,13 @@ class SimulatedRM:
                     record.role_instances.append((*service, alloc.node_id))
                 self._change_usage(now, alloc.node_id, memory, vcore)
                 self._change_late_usage(now, key, 1)
+                self._member_started(now, app_id)
                 self._push(now + run_time, _RELEASE, (app_id, key))
             for release in response.released:
                 key = release.allocation_key
-                if key in self._releasing:
+                if key in self._placeholders:
+                    self._placeholder_released(now, key, int(release.termination_type))
+                elif key in self._releasing:
                     self._releasing.discard(key)
                     record.releases_confirmed += 1
                     self._ask_finished(self._asks[key][0])
@@ -331,7 +366,13 @@ class SimulatedRM:
             self._cond.notify_all()
 
     def update_application(self, response: si.ApplicationResponse) -> None:
-        """Rejected applications are remembered: their asks are not submitted."""
+        """Rejected applications are remembered: their asks are not submitted. A gang job that
+        runs (every placeholder placed) or resumed gets its members; one that failed ends."""
+        if response.updated and self._gang_plans:
+            with self._cond:
+                for updated in response.updated:
+                    if updated.application_id in self._gang_plans:
+                        self._gang_state(self.clock.monotonic(), updated.application_id, updated.state)
         if response.rejected:
             with self._cond:
                 for rejected in response.rejected:
@@ -362,8 +403,67 @@ class SimulatedRM:
     def _ask_finished(self, app_id: str) -> None:
         self._finished += 1
         self._remaining[app_id] -= 1
-        if self._remaining[app_id] == 0 and app_id not in self._rejected_apps:
+        if self._remaining[app_id] == 0 and app_id not in self._rejected_apps and app_id not in self._gang_failed:
             self._to_remove.append(app_id)
+
+    # -- gang jobs (callers hold self._cond) ---------------------------------------------------
+
+    def _placeholder_placed(self, now: float, key: str, node_id: str) -> None:
+        """A placeholder pod runs: it holds its node's room. The job's first one starts the
+        core's placeholder timer: wake the core when it may fire (lockstep must not jump past)."""
+        if key in self._ph_running:
+            self.record.unexpected_allocations += 1
+            return
+        app_id, memory, vcore = self._placeholders[key]
+        if not any(self._placeholders[k][0] == app_id for k in self._ph_running):
+            self._push(now + self._gang_plans[app_id].gang_timeout + _WAKE_MARGIN, _WAKE, None)
+        self.record.placeholders_allocated += 1
+        self._ph_running[key] = (node_id, now)
+        self._change_usage(now, node_id, memory, vcore)
+
+    def _placeholder_released(self, now: float, key: str, termination: int) -> None:
+        """The core released a placeholder (replaced, timed out, too small): its pod is deleted
+        now and the release confirmed. One never placed (a pending one at a timeout) is gone
+        from the core already."""
+        placed = self._ph_running.pop(key, None)
+        if placed is None:
+            return
+        node_id, since = placed
+        app_id, memory, vcore = self._placeholders[key]
+        self.record.placeholder_memory_seconds += memory * (now - since)
+        self.record.placeholder_vcore_seconds += vcore * (now - since)
+        self._change_usage(now, node_id, -memory, -vcore)
+        self._last_release = max(self._last_release, now)
+        self._push(now, _CONFIRM, (app_id, key, termination))
+
+    def _member_started(self, now: float, app_id: str) -> None:
+        plan = self._gang_plans.get(app_id)
+        if plan is None:
+            return
+        running = self._members_running[app_id] = self._members_running.get(app_id, 0) + 1
+        if running == len(plan.asks):
+            self.record.gang_all_running.append(now - self._gang_arrival[app_id])
+
+    def _gang_state(self, now: float, app_id: str, state: str) -> None:
+        """Follows a gang job's state as a shim does: Running (every placeholder placed) or
+        Accepted again after Resuming (Soft timeout): its members are submitted; Failed (Hard
+        timeout): its members never run."""
+        previous = self._gang_states.get(app_id)
+        self._gang_states[app_id] = state
+        if state == "Running" and app_id not in self._members_submitted:
+            self.record.gang_started_whole += 1
+            self._members_submitted.add(app_id)
+            self._push(now, _MEMBERS, (app_id, ""))
+        elif state == "Resuming":
+            self.record.gang_resumed += 1
+        elif state == "Accepted" and previous == "Resuming" and app_id not in self._members_submitted:
+            self._members_submitted.add(app_id)
+            self._push(now, _MEMBERS, (app_id, ""))
+        elif state == "Failed" and app_id not in self._gang_failed:
+            self.record.gang_failed += 1
+            self._gang_failed.add(app_id)
+            for _ in self._gang_plans[app_id].asks:
+                self._ask_finished(app_id)
 
     def _stop_running(self, now: float, key: str) -> None:
         node_id, _ = self._running.pop(key)
@@ -486,6 +586,7 @@ class SimulatedRM:
         releases: list[si.AllocationRelease] = []
         arrivals: list[AppPlan] = []
         reruns: list[tuple[str, str]] = []  # (original key, rerun key)
+        members: list[AppPlan] = []
         wake = False
         with self._cond:
             now = self.clock.monotonic()
@@ -493,14 +594,19 @@ class SimulatedRM:
                 if kind == _WAKE:
                     wake = True
                     self._wake_again(now)
+                elif kind == _CONFIRM and isinstance(payload, tuple) and len(payload) == 3:
+                    app_id, key, termination = payload
+                    releases.append(_release(app_id, key, si.TerminationType(termination), "simulated placeholder gone"))
+                elif kind == _MEMBERS and isinstance(payload, tuple):
+                    members.append(self._gang_plans[payload[0]])
                 elif isinstance(payload, AppPlan):  # _SUBMIT
                     arrivals.append(payload)
-                elif payload is not None and kind == _PREEMPTED:
+                elif isinstance(payload, tuple) and len(payload) == 2 and kind == _PREEMPTED:
                     app_id, key = payload
                     releases.append(_release(app_id, key, si.TerminationType.PREEMPTED_BY_SCHEDULER,
                                              "simulated task killed: preempted by the scheduler"))
                     reruns.append((key, self._rerun_key(key)))
-                elif payload is not None:  # _RELEASE
+                elif isinstance(payload, tuple) and len(payload) == 2:  # _RELEASE
                     app_id, key = payload
                     if key not in self._running:
                         continue  # the core ended it already
@@ -516,6 +622,8 @@ class SimulatedRM:
             self._submit(arrivals)
         if reruns:
             self._submit_reruns(reruns)
+        if members:
+            self._submit_members(members)
         if wake and self.mode == "threaded":
             self.scheduler.wake()  # lockstep: the loop runs a cycle next anyway
 
@@ -531,8 +639,20 @@ class SimulatedRM:
                 asks.append(self._ask_message(app, ask, rerun))
         self.proxy.update_allocation(si.AllocationRequest(allocations=tuple(asks), rm_id=RM_ID))
 
-    def _ask_message(self, app: AppPlan, ask: AskPlan, key: str) -> si.Allocation:
-        """The SI ask for one planned ask under ``key``; the late tenant's asks may preempt."""
+    def _submit_members(self, jobs: list[AppPlan]) -> None:
+        """A gang job's members, once it runs (or resumed), as the Kubernetes shim submits them."""
+        asks: list[si.Allocation] = []
+        with self._cond:
+            now = self.clock.monotonic()
+            for app in jobs:
+                for ask in app.asks:
+                    self._submitted_at[ask.key] = now
+                    asks.append(self._ask_message(app, ask, ask.key))
+        self.proxy.update_allocation(si.AllocationRequest(allocations=tuple(asks), rm_id=RM_ID))
+
+    def _ask_message(self, app: AppPlan, ask: AskPlan, key: str, *, placeholder: bool = False) -> si.Allocation:
+        """The SI ask for one planned ask under ``key``; the late tenant's asks may preempt; a
+        gang job's members and placeholders carry its task group."""
         return si.Allocation(
             allocation_key=key,
             resource_per_alloc=Resource({MEMORY: ask.memory, VCORE: ask.vcore}),
@@ -541,6 +661,8 @@ class SimulatedRM:
             partition_name="default",
             allocation_tags={ROLE_TAG: ask.role} if ask.role else {},
             preemption_policy=_MAY_PREEMPT if app.may_preempt else None,
+            placeholder=placeholder,
+            task_group_name=app.task_group,
         )
 
     def _remove_completed(self) -> None:
@@ -564,6 +686,10 @@ class SimulatedRM:
                 partition_name="default",
                 ugi=si.UserGroupInformation(user=USER),
                 tags=self._service_tags(app),
+                placeholder_ask=Resource({MEMORY: sum(a.memory for a in app.asks), VCORE: sum(a.vcore for a in app.asks)})
+                if app.task_group else None,
+                gang_scheduling_style=app.gang_style,
+                execution_timeout_milli_seconds=round(app.gang_timeout * 1000),
             )
             for app in apps
         )
@@ -582,6 +708,14 @@ class SimulatedRM:
                     continue
                 if app.may_preempt:
                     self._late_tenant_arrived(now)
+                if app.task_group:
+                    # A gang job: its placeholders now, its members once it runs.
+                    self._gang_arrival[app.app_id] = now
+                    for ask in app.asks:
+                        key = f"{ask.key}-placeholder"
+                        self._placeholders[key] = (app.app_id, ask.memory, ask.vcore)
+                        asks.append(self._ask_message(app, ask, key, placeholder=True))
+                    continue
                 for ask in app.asks:
                     # Recorded before the request: in threaded mode the allocation can arrive
                     # before update_allocation even returns.

@@ -193,6 +193,34 @@ class LateTenantSummary:
 
 
 @dataclass(frozen=True)
+class GangSummary:
+    """Gang jobs (``docs/gang.md``): how many started whole (every placeholder placed before
+    the timeout, then their members replaced them), resumed as ordinary jobs (Soft) or failed
+    (Hard) after their placeholder timeout; the simulated seconds from a job's submission to all
+    its members running at once (median and max, over the jobs that got there); and what the
+    placeholders held (cores x seconds, GiB x seconds)."""
+
+    jobs: int
+    started_whole: int
+    resumed: int
+    failed: int
+    all_running: int
+    all_running_p50: float
+    all_running_max: float
+    placeholder_vcore_seconds: float
+    placeholder_memory_gib_seconds: float
+
+    @classmethod
+    def of(cls, record: SimulationRecord) -> GangSummary | None:
+        if not record.gang_jobs:
+            return None
+        waits = sorted(record.gang_all_running)
+        return cls(record.gang_jobs, record.gang_started_whole, record.gang_resumed, record.gang_failed, len(waits),
+                   percentile(waits, 50) if waits else 0.0, waits[-1] if waits else 0.0,
+                   record.placeholder_vcore_seconds / 1000, record.placeholder_memory_seconds / GIB)
+
+
+@dataclass(frozen=True)
 class SimulationSummary:
     """One run of a workload with one node sort policy."""
 
@@ -230,6 +258,8 @@ class SimulationSummary:
     reruns: int = 0
     work_lost: WorkLost = WorkLost(0.0, 0.0)
     late_tenant: LateTenantSummary | None = None
+    #: Gang jobs' figures (None without any).
+    gangs: GangSummary | None = None
 
     @property
     def label(self) -> str:
@@ -275,6 +305,7 @@ def summarise(record: SimulationRecord, seed: int) -> SimulationSummary:
         reruns=record.rerun_allocations,
         work_lost=WorkLost.of(record),
         late_tenant=LateTenantSummary.of(record),
+        gangs=GangSummary.of(record),
     )
 
 
@@ -405,6 +436,13 @@ def describe_workload(spec: WorkloadSpec, plan: Workload | None = None) -> str:
             f"{_cores(late.vcore)}, {late.run_time:g} s each) in {late.queue} at {late.start:g} s, guaranteed "
             f"{guaranteed}, preemption.delay {late.preemption_delay:g} s"
         )
+    gangs = spec.gangs
+    if gangs.count:
+        text += (
+            f"; gang jobs: {gangs.count} of {gangs.members} members ({_gib(gangs.memory)} / {_cores(gangs.vcore)}, "
+            f"{gangs.run_time:g} s each) in {gangs.queue}, from {gangs.start:g} s every {gangs.interval:g} s, "
+            f"placeholder timeout {gangs.timeout:g} s, {gangs.style}"
+        )
     return text
 
 
@@ -459,6 +497,33 @@ _PREEMPTION_ROWS: tuple[tuple[str, Callable[[SimulationSummary], str]], ...] = (
 )
 
 
+def _gang_jobs(s: SimulationSummary) -> str:
+    g = s.gangs
+    if g is None:
+        return "-"
+    return f"{g.started_whole:,} whole, {g.resumed:,} resumed, {g.failed:,} failed, of {g.jobs:,}"
+
+
+def _gang_wait(s: SimulationSummary) -> str:
+    g = s.gangs
+    if g is None or not g.all_running:
+        return "-"
+    return f"{_seconds(g.all_running_p50)} / {_seconds(g.all_running_max)} ({g.all_running:,} jobs)"
+
+
+def _placeholder_held(s: SimulationSummary) -> str:
+    g = s.gangs
+    return "-" if g is None else f"{g.placeholder_vcore_seconds:,.0f} / {g.placeholder_memory_gib_seconds:,.0f}"
+
+
+#: The gang rows, shown when a run has gang jobs.
+_GANG_ROWS: tuple[tuple[str, Callable[[SimulationSummary], str]], ...] = (
+    ("gang jobs", _gang_jobs),
+    ("gang: submission to all members running (median / max)", _gang_wait),
+    ("placeholders held (vcore-s / memory GiB-s)", _placeholder_held),
+)
+
+
 def format_summaries(summaries: Sequence[SimulationSummary]) -> str:
     """The summary table: one column per run (policy), one row per figure."""
     rows: list[tuple[str, Callable[[SimulationSummary], str]]] = [
@@ -489,6 +554,8 @@ def format_summaries(summaries: Sequence[SimulationSummary]) -> str:
         ]
     if any(s.late_tenant is not None or s.preempted for s in summaries):
         rows[-1:-1] = _PREEMPTION_ROWS
+    if any(s.gangs is not None for s in summaries):
+        rows[-1:-1] = _GANG_ROWS
     table = format_table(
         ["", *(s.label for s in summaries)],
         [[label, *(cell(s) for s in summaries)] for label, cell in rows],

@@ -40,6 +40,7 @@ __all__ = [
     "AppPlan",
     "AskPlan",
     "FloatRange",
+    "GangSpec",
     "IntRange",
     "LateTenantSpec",
     "PRESETS",
@@ -142,6 +143,11 @@ class AppPlan:
     #: The late tenant's applications: their asks may preempt others (the SI's
     #: ``PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True)``).
     may_preempt: bool = False
+    #: A gang job (the ``gangs`` section): its asks are the members of one task group, placed
+    #: through placeholders; the placeholder timeout (seconds) and style (Soft or Hard).
+    task_group: str = ""
+    gang_timeout: float = 0.0
+    gang_style: str = ""
 
 
 @dataclass(frozen=True)
@@ -405,6 +411,117 @@ class LateTenantSpec:
         return dataclasses.replace(base, **values)
 
 
+# -- gang jobs -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GangSpec:
+    """Gang jobs (``docs/gang.md``): distributed jobs that are useless until every member runs.
+    Off by default (``count: 0``).
+
+    ``count`` jobs of ``members`` members each (``memory`` / ``vcore``, running ``run_time``
+    seconds) arrive at ``start``, ``start + interval``, ... in ``queue`` (a FIFO leaf of its
+    own). The RM submits a job's placeholders first (one per member, task group ``workers``,
+    placeholder timeout ``timeout`` seconds, style ``style``), then its members once the job
+    runs (every placeholder placed), as the Kubernetes shim does; it deletes each placeholder
+    the core names and confirms. A Soft job whose placeholders time out resumes: its members
+    are then submitted as ordinary asks; a Hard one fails and its members never run. No random
+    draws: the batch workload is the same with or without gangs.
+    """
+
+    count: int = 0
+    queue: str = "root.gangs"
+    members: int = 10
+    memory: int = 2 * GIB
+    vcore: int = 1_000
+    run_time: float = 60.0
+    start: float = 0.0
+    interval: float = 10.0
+    timeout: float = 60.0
+    style: str = "Soft"
+
+    def problems(self, node_memory: int, node_vcore: int, node_count: int) -> list[str]:
+        if self.count < 0:
+            return [f"gangs.count: must be zero or more, got {self.count}"]
+        if self.count == 0:
+            return []
+        problems: list[str] = []
+        if self.members < 1:
+            problems.append(f"gangs.members: must be at least 1, got {self.members}")
+        if not (self.memory > 0 and self.vcore > 0):
+            problems.append(f"gangs: memory and vcore must be positive, got {self.memory}, {self.vcore}")
+        if self.memory > node_memory or self.vcore > node_vcore:
+            problems.append("gangs: a member does not fit a node")
+        if self.members * self.memory > node_memory * node_count or self.members * self.vcore > node_vcore * node_count:
+            problems.append("gangs: a job is larger than the cluster (the core would reject it)")
+        for key, value, minimum in (("start", self.start, 0.0), ("interval", self.interval, 0.0),
+                                    ("run_time", self.run_time, 1e-3), ("timeout", self.timeout, 1e-3)):
+            if not (math.isfinite(value) and value >= minimum):
+                problems.append(f"gangs.{key}: must be a finite number of seconds >= {minimum:g}, got {value}")
+        if self.style not in ("Soft", "Hard"):
+            problems.append(f"gangs.style: must be Soft or Hard, got {self.style!r}")
+        parts = self.queue.split(".")
+        if parts[0] != "root" or len(parts) < 2 or not all(_QUEUE_NAME.match(p) for p in parts[1:]):
+            problems.append(f"gangs.queue: {self.queue!r} is not a leaf queue path")
+        return problems
+
+    def plans(self) -> list[AppPlan]:
+        """The jobs (``gang-000``, ...) and their members."""
+        return [
+            AppPlan(
+                app_id=(app_id := f"gang-{i:03d}"),
+                queue=self.queue,
+                arrival=round(self.start + i * self.interval, 3),
+                priority=0,
+                asks=tuple(AskPlan(f"{app_id}-member-{j:04d}", self.memory, self.vcore, self.run_time)
+                           for j in range(self.members)),
+                task_group="workers",
+                gang_timeout=self.timeout,
+                gang_style=self.style,
+            )
+            for i in range(self.count)
+        ]
+
+    def queue_settings(self) -> dict[str, Any]:
+        """Gang applications need a FIFO leaf."""
+        return {"properties": {"application.sort.policy": "fifo"}}
+
+    def to_mapping(self) -> dict[str, Any]:
+        return {"count": self.count, "queue": self.queue, "members": self.members, "memory": self.memory,
+                "vcore": _millicores(self.vcore), "run_time": self.run_time, "start": self.start,
+                "interval": self.interval, "timeout": self.timeout, "style": self.style}
+
+    @classmethod
+    def from_mapping(cls, data: Mapping[str, Any], base: GangSpec | None = None) -> GangSpec:
+        """Reads the ``gangs`` section; missing keys keep ``base``'s values (the defaults)."""
+        base = base or cls()
+        values: dict[str, Any] = {}
+        for key in ("count", "members"):
+            if key in data:
+                values[key] = _int(data[key], f"gangs.{key}")
+        if "queue" in data:
+            values["queue"] = _queue_path(data["queue"])
+        if "memory" in data:
+            values["memory"] = _quantity(MEMORY, data["memory"], "gangs.memory")
+        if "vcore" in data:
+            values["vcore"] = _quantity(VCORE, data["vcore"], "gangs.vcore")
+        for key in ("run_time", "start", "interval"):
+            if key in data:
+                values[key] = _float(data[key], f"gangs.{key}")
+        if "timeout" in data:
+            values["timeout"] = _seconds(data["timeout"], "gangs.timeout")
+        if "style" in data:
+            style = data["style"]
+            if not isinstance(style, str):
+                raise WorkloadError(f"gangs.style: expected Soft or Hard, got {style!r}")
+            values["style"] = style
+        return dataclasses.replace(base, **values)
+
+
+_GANG_KEYS: Final = ("count", "queue", "members", "memory", "vcore", "run_time", "start", "interval", "timeout",
+                     "style")
+
+
 #: A preemption.delay the core reads as given (Go durations end near 292 years).
 _MAX_DELAY: Final = 1e9
 _LATE_TENANT_KEYS: Final = ("count", "queue", "guaranteed", "start", "asks", "memory", "vcore", "run_time",
@@ -432,6 +549,7 @@ _KEY_OF_FIELD: Final = {
     "cycle_time": "cycle_time",
     "services": "services",
     "late_tenant": "late_tenant",
+    "gangs": "gangs",
 }
 
 _INT32_MAX: Final = (1 << 31) - 1
@@ -475,6 +593,7 @@ class WorkloadSpec:
     services: ServiceSpec = ServiceSpec()
     #: A tenant with a guarantee arriving on a busy cluster: preemption's workload (none by default).
     late_tenant: LateTenantSpec = LateTenantSpec()
+    gangs: GangSpec = GangSpec()
 
     def __post_init__(self) -> None:
         for reason in self._problems():
@@ -554,6 +673,14 @@ class WorkloadSpec:
             problems.append(f"services.queue: {self.services.queue!r} must be a leaf queue of its own, not one of "
                             "the batch queues, their parent or their child")
         problems += self.late_tenant.problems(self.node_memory, self.node_vcore, self.node_count)
+        problems += self.gangs.problems(self.node_memory, self.node_vcore, self.node_count)
+        if self.gangs.count and any(
+            _related(q, self.gangs.queue)
+            for q in self.queues + ((self.services.queue,) if self.services.count else ())
+            + ((self.late_tenant.queue,) if self.late_tenant.count else ())
+        ):
+            problems.append(f"gangs.queue: {self.gangs.queue!r} must be a leaf queue of its own, not one of the "
+                            "other workloads' queues, their parent or their child")
         if self.late_tenant.count and any(
             _related(q, self.late_tenant.queue)
             for q in self.queues + ((self.services.queue,) if self.services.count else ())
@@ -592,7 +719,8 @@ class WorkloadSpec:
                 arrival += 1.0 / self.arrival_rate
             elif self.arrival == "poisson":
                 arrival += rng.expovariate(self.arrival_rate)
-        return Workload(self, tuple(apps) + tuple(self.services.plans()) + tuple(self.late_tenant.plans()))
+        return Workload(self, tuple(apps) + tuple(self.services.plans()) + tuple(self.late_tenant.plans())
+                        + tuple(self.gangs.plans()))
 
     def queues_yaml(self, policy: str, *, preemption: bool = True) -> str:
         """The queues.yaml for this workload: one partition, the listed leaves (and the parents
@@ -604,6 +732,8 @@ class WorkloadSpec:
             leaves[self.services.queue] = {}
         if self.late_tenant.count:
             leaves[self.late_tenant.queue] = self.late_tenant.queue_settings()
+        if self.gangs.count:
+            leaves[self.gangs.queue] = self.gangs.queue_settings()
         config = {
             "partitions": [
                 {
@@ -637,6 +767,7 @@ class WorkloadSpec:
             "cycle_time": self.cycle_time,
             "services": self.services.to_mapping(),
             "late_tenant": self.late_tenant.to_mapping(),
+            "gangs": self.gangs.to_mapping(),
         }
 
     @classmethod
@@ -648,7 +779,7 @@ class WorkloadSpec:
             raise WorkloadError(f"a workload is a mapping of keys to values, got {type(data).__name__}")
         default = base or cls()
         _only(data, "", ("seed", "nodes", "queues", "applications", "arrival", "cycle_time", "services",
-                         "late_tenant"))
+                         "late_tenant", "gangs"))
         values: dict[str, Any] = {}
         if "seed" in data:
             values["seed"] = _int(data["seed"], "seed")
@@ -690,6 +821,9 @@ class WorkloadSpec:
         late_tenant = _section(data, "late_tenant", _LATE_TENANT_KEYS)
         if late_tenant:
             values["late_tenant"] = LateTenantSpec.from_mapping(late_tenant, default.late_tenant)
+        gangs = _section(data, "gangs", _GANG_KEYS)
+        if gangs:
+            values["gangs"] = GangSpec.from_mapping(gangs, default.gangs)
         merged = {name: getattr(default, name) for name in _KEY_OF_FIELD}
         merged.update(values)
         return cls(**merged)
@@ -890,6 +1024,12 @@ def _queues(value: Any) -> tuple[tuple[str, ...], tuple[float, ...]]:
 #: (``root.tenant-b``, guaranteed 16 cores and 32 GiB, ``preemption.delay`` 5 s) submits 2
 #: applications of 8 one-core tasks of 2 minutes. Without preemption B waits for A's tasks to
 #: end; with it, B takes its guarantee back about 5 s after it arrives.
+#:
+#: ``gang``: 10 nodes of 32 GiB / 8 cores shared by a batch tenant (``root.batch``: 30
+#: applications of 5 to 15 one-core tasks of 30 s to 2 min, arriving about one every 2 s) and
+#: 8 distributed jobs (``root.gangs``: 24 one-core members each, a 90 s run, one every 15 s,
+#: a 60 s placeholder timeout, Soft): a job starts only when all 24 members can run, or falls
+#: back to an ordinary job after its timeout.
 PRESETS: Final[Mapping[str, WorkloadSpec]] = {
     "preemption": WorkloadSpec(
         node_count=10,
@@ -906,5 +1046,20 @@ PRESETS: Final[Mapping[str, WorkloadSpec]] = {
             count=2, queue="root.tenant-b", guaranteed_memory=32 * GIB, guaranteed_vcore=16_000, start=60.0,
             asks=8, memory=2 * GIB, vcore=1_000, run_time=120.0, priority=0, preemption_delay=5.0,
         ),
+    ),
+    "gang": WorkloadSpec(
+        node_count=10,
+        queues=("root.batch",),
+        queue_weights=(1.0,),
+        app_count=30,
+        asks_per_app=IntRange(5, 15),
+        ask_memory=IntRange(2 * GIB, 2 * GIB),
+        ask_vcore=IntRange(1_000, 1_000),
+        priority=IntRange(0, 0),
+        run_time=FloatRange(30.0, 120.0),
+        arrival="uniform",
+        arrival_rate=0.5,
+        gangs=GangSpec(count=8, queue="root.gangs", members=24, memory=2 * GIB, vcore=1_000, run_time=90.0,
+                       start=0.0, interval=15.0, timeout=60.0, style="Soft"),
     ),
 }
