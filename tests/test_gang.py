@@ -492,3 +492,71 @@ def test_a_member_withdrawn_while_it_takes_a_placeholders_place(w: World) -> Non
     assert "real-1" not in w.rm.allocations and "real-1" not in w.app("app-1").allocations
     assert nodes["node-1"].allocated.is_zero()
     assert data(w) == {"tg-1": (1, 0, 1)}
+
+
+def test_a_larger_member_releases_every_placeholder_of_its_group(w: World) -> None:
+    """TestPlaceholderSmallerThanReal (multi): two placeholders of 1 vcore, a member of 2: both
+    are released (all placeholders of a group have one size), each counted timed out once
+    the RM confirms; then the member is allocated normally."""
+    two_placeholders(w)
+    member(w, "real-1", size=TWO)
+    cycle(w)
+    released = sorted(r.allocation_key for r in w.rm.released if r.message == CANCEL_INCOMPATIBLE)
+    assert released == ["ph-1", "ph-2"]
+    for key in released:
+        confirm(w, key, termination=TIMEOUT)
+    assert data(w) == {"tg-1": (2, 2, 0)}
+    (decision,) = cycle(w)
+    assert decision.replaced is None and decision.ask.allocation_key == "real-1"
+
+
+def test_the_timeout_does_not_release_a_preempted_placeholder_again(w: World) -> None:
+    """TestTimeoutPlaceholderAllocPreempted: a running gang's two placeholders fill node-1; a
+    daemon set ask that needs node-1 preempts one (its release pending); the placeholder
+    timeout then releases only the other one."""
+    w.add_node("node-1", memory=1000, vcore=2000)
+    gang_app(w, timeout_ms=5000)
+    placeholder(w, "ph-1")
+    placeholder(w, "ph-2")
+    assert len(cycle(w)) == 1 and len(cycle(w)) == 1
+    w.add_node("node-2", memory=1000, vcore=1000)
+    w.add_app("ds-app", "root.other")
+    w.ask("ds-1", "ds-app", res(vcore=1000), allocation_tags={si.TAG_REQUIRED_NODE: "node-1"})
+    cycle(w)
+    cycle(w)
+    (victim,) = [r.allocation_key for r in w.rm.released if r.termination_type == si.TerminationType.PREEMPTED_BY_SCHEDULER]
+    w.rm.clear()
+    w.advance(6.0)
+    other = "ph-2" if victim == "ph-1" else "ph-1"
+    assert [(r.allocation_key, r.termination_type) for r in w.rm.released] == [(other, TIMEOUT)]
+    assert w.app("app-1").state is AppState.RUNNING
+
+
+def test_resuming_is_announced_with_youniKorns_message(w: World) -> None:
+    """APP_RESUMING (211) with message ResourceReservationTimeout when a Soft gang times out."""
+    w.add_node("node-1", memory=1000, vcore=10_000)
+    gang_app(w, total={"vcore": 3000}, timeout_ms=5)
+    placeholder(w, "ph-1")
+    assert len(cycle(w)) == 1
+    mark = w.mark()
+    w.advance(0.01)
+    resuming = [e for e in w.events(mark) if e[2] == D.APP_RESUMING]
+    assert [(e[3], e[5]) for e in resuming] == [("app-1", "ResourceReservationTimeout")]
+
+
+def test_a_gang_larger_than_its_queue_max_is_rejected_with_youniKorns_message() -> None:
+    """TestAddAppTaskGroup: the placeholder ask must fit the queue's max on the whole path."""
+    config = queues_yaml("""\
+          - name: gang
+            properties: {application.sort.policy: fifo}
+            resources: {max: {vcore: 2}}
+""")
+    w = World(config)
+    try:
+        w.add_node("node-1", memory=1000, vcore=10_000)
+        gang_app(w, total={"vcore": 3000})
+        reason = w.rm.rejected_apps["app-1"]
+        assert "cannot fit application app-1: task group request" in reason
+        assert "larger than max queue allocation" in reason
+    finally:
+        w.close()

@@ -8,10 +8,12 @@ invariants checked after every step.
 members of 0.5-2 vcores, Soft or Hard, a placeholder timeout of 1-20 s) with their placeholder
 asks, real members of their groups (now and then one larger than the group's placeholders, or
 of a group that has none), and normal applications with asks; it withdraws members (pending,
-taking a placeholder's place, or running), removes applications and nodes; its predicates refuse members on one node now and then (members then take other nodes
-than their placeholders'); it confirms the core's releases as a shim does (PLACEHOLDER_REPLACED and TIMEOUT with the
-same type, sometimes twice, some late, some never). The scheduler runs cycles; the clock moves
-up to 25 s and ticks (placeholder timeouts).
+taking a placeholder's place, or running), removes applications and nodes; it adds daemon set
+pods that need a node (required-node preemption, placeholders and members among the victims);
+its predicates refuse members on one node now and then (members then take other nodes than
+their placeholders'); it confirms the core's releases as a shim does (PLACEHOLDER_REPLACED and
+TIMEOUT with the same type, PREEMPTED_BY_SCHEDULER too, sometimes twice, some late, some
+never). The scheduler runs cycles; the clock moves up to 25 s and ticks (placeholder timeouts).
 
 **Invariants**, after every step:
 
@@ -131,6 +133,14 @@ class GangMachine(RuleBasedStateMachine):
             app_id, key = data.draw(st.sampled_from(members))
             self.w.release(app_id, key)
             assert key not in self.w.rm.rejected_allocations
+
+    @rule(node=st.sampled_from(NODES), size=st.sampled_from([500, 1000, 2000]))
+    def daemon_set(self, node: str, size: int) -> None:
+        """A daemon set pod that needs ``node``: on a full node it preempts (placeholders and
+        members included; a preempted placeholder is never replaced)."""
+        app_id = self._key("ds")
+        self.w.add_app(app_id, "root.other")
+        self.w.ask(self._key("ds-ask"), app_id, res(vcore=size), allocation_tags={si.TAG_REQUIRED_NODE: node})
 
     @rule(data=st.data())
     def remove_app(self, data: st.DataObject) -> None:

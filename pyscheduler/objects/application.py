@@ -521,14 +521,16 @@ class Application:
             check_held(self.graph_lock, f"application {self.app_id}")
         self._placeholder_deadline = None
         if self.state in (AppState.RUNNING, AppState.COMPLETING) and not self.allocated_placeholder.is_zero():
-            unused = [ph for ph in self.placeholders() if not ph.released]
+            # Those being replaced, and a preempted one, are on their way out already.
+            unused = [ph for ph in self.placeholders() if not ph.released and not ph.preempted]
             for ph in unused:
                 ph.released = True
             return unused, []
         if self.state in (AppState.NEW, AppState.ACCEPTED):
             event = AppEvent.FAIL if self.gang_style is GangStyle.HARD else AppEvent.RESUME
             self.handle(event, RESERVATION_TIMEOUT)
-        allocations = sorted(self.allocations.values(), key=lambda a: a.allocation_key)
+        # A preempted one's release is under way already: not released twice.
+        allocations = sorted((a for a in self.allocations.values() if not a.preempted), key=lambda a: a.allocation_key)
         for alloc in allocations:
             alloc.released = True
         pending = self.sorted_asks()
