@@ -560,3 +560,58 @@ def test_a_gang_larger_than_its_queue_max_is_rejected_with_youniKorns_message() 
         assert "larger than max queue allocation" in reason
     finally:
         w.close()
+
+
+def test_task_groups_are_isolated(w: World) -> None:
+    """TestTryPlaceHolderAllocateDifferentTaskGroups: a member of tg-1 never takes tg-2's
+    placeholder, and the other way round."""
+    w.add_node("node-1", memory=1000, vcore=10_000)
+    gang_app(w)
+    placeholder(w, "ph-a", group="tg-1")
+    placeholder(w, "ph-b", group="tg-2")
+    assert len(cycle(w)) == 1 and len(cycle(w)) == 1
+    member(w, "real-b", group="tg-2")
+    (decision,) = cycle(w)
+    assert decision.replaced is not None and decision.replaced.allocation_key == "ph-b"
+    member(w, "real-a", group="tg-1")
+    (decision,) = cycle(w)
+    assert decision.replaced is not None and decision.replaced.allocation_key == "ph-a"
+    assert data(w) == {"tg-1": (1, 0, 0), "tg-2": (1, 0, 0)}
+
+
+def test_a_completing_gang_gives_up_its_placeholders_on_timeout(w: World) -> None:
+    """TestTimeoutPlaceholderCompleting: a gang whose members all ended while placeholders are
+    left (the RM asked for more placeholders than it used) completes; the timer releases the
+    placeholders left, and the application ends once the RM confirms."""
+    w.add_node("node-1", memory=1000, vcore=10_000)
+    gang_app(w, timeout_ms=5000)
+    placeholder(w, "ph-1")
+    placeholder(w, "ph-2")
+    assert len(cycle(w)) == 1 and len(cycle(w)) == 1
+    member(w, "real-1")
+    (decision,) = cycle(w)
+    assert decision.replaced is not None
+    confirm(w, decision.replaced.allocation_key)
+    w.release("app-1", "real-1")  # the member ended; one placeholder is left
+    app = w.app("app-1")
+    w.rm.clear()
+    w.advance(6.0)
+    left = "ph-2" if decision.replaced.allocation_key == "ph-1" else "ph-1"
+    assert [(r.allocation_key, r.termination_type) for r in w.rm.released] == [(left, TIMEOUT)]
+    confirm(w, left, termination=TIMEOUT)
+    assert app.state in (AppState.COMPLETING, AppState.COMPLETED)
+    assert data(w) == {"tg-1": (2, 1, 1)}
+
+
+def test_rest_lists_an_accepted_gang_as_allocating(w: World) -> None:
+    """REST queue allocatingAcceptedApps: an Accepted gang holding placeholders."""
+    from pyscheduler.dao.queues import queue_dao, queue_view
+
+    w.add_node("node-1", memory=1000, vcore=10_000)
+    gang_app(w)
+    placeholder(w, "ph-1")
+    assert len(cycle(w)) == 1
+    part = w.partition()
+    with part.lock:
+        dao = queue_dao(queue_view(part, w.queue("root.gang"), subtree=False))
+    assert dao["allocatingAcceptedApps"] == ["app-1"]

@@ -106,6 +106,9 @@ class Application:
         self.placeholder_data: dict[str, PlaceholderData] = {}
         self.allocated_placeholder = Resource()
         self._placeholder_deadline: float | None = None
+        #: Told whenever the application may have become ready for placeholder replacement or
+        #: stopped being ready (the partition keeps the set the cycle looks at).
+        self.on_replacement_readiness: Callable[[Application], None] | None = None
         self.state = AppState.NEW
         self.submission_time_ns = clock.now_ns()
         self.state_log: list[tuple[AppState, int]] = [(AppState.NEW, self.submission_time_ns)]
@@ -148,6 +151,8 @@ class Application:
         self.state = new
         self.state_log.append((new, now_ns))
         self._enter(old, new)
+        if self.on_replacement_readiness is not None:
+            self.on_replacement_readiness(self)
         self._events.state_change(self.app_id, STATE_EVENT_DETAIL[new], message)
         if new is not AppState.REJECTED:
             self._notify(StateUpdate(self.app_id, new.value, now_ns, message))
@@ -402,6 +407,8 @@ class Application:
         runs the application. Placeholders never run it before that."""
         first = self.allocated_placeholder.is_zero()
         self.allocated_placeholder = self.allocated_placeholder + alloc.resource
+        if first and self.on_replacement_readiness is not None:
+            self.on_replacement_readiness(self)
         if first and self.state is AppState.ACCEPTED:
             if self.placeholder_timeout_ns > 0 and self._placeholder_deadline is None:
                 self._placeholder_deadline = self._clock.monotonic() + self.placeholder_timeout_ns / 1e9
@@ -426,12 +433,21 @@ class Application:
         if not self.allocated_placeholder.is_zero():
             return
         self._placeholder_deadline = None
+        if self.on_replacement_readiness is not None:
+            self.on_replacement_readiness(self)
         if self.state is AppState.FAILING:
             self.handle(AppEvent.FAIL)
         elif self.state is AppState.RESUMING:
             self.handle(AppEvent.RUN)
         elif check_completion:
             self._check_completion()
+
+    @property
+    def ready_for_replacement(self) -> bool:
+        """The whole gang was placed (the application runs, or completes) and placeholders are
+        left: its members may take their places."""
+        return (self.state in (AppState.RUNNING, AppState.COMPLETING)
+                and not self.allocated_placeholder.is_zero())
 
     def can_replace(self, ask: Allocation) -> bool:
         """A real member of a task group that still has placeholders to take: it waits for

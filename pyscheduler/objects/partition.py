@@ -123,9 +123,11 @@ class Partition:
         self.nodes: dict[str, Node] = {}
         self._sorted_node_ids: list[str] | None = None
         self.applications: dict[str, Application] = {}
-        #: Gang applications (a placeholder ask, or placeholders asked for): the only ones the
-        #: cycle's placeholder phase looks at.
-        self.gang_apps: set[str] = set()
+        #: Gang applications whose members may take placeholders' places now (running, with
+        #: placeholders left: Application.ready_for_replacement), kept by the applications' own
+        #: notifications: the only ones the cycle's placeholder phase looks at, in the order they
+        #: became ready (a dict: insertion-ordered, so runs repeat exactly).
+        self.gang_apps: dict[str, None] = {}
         self.completed_applications: dict[str, Application] = {}
         self.rejected_applications: dict[str, Application] = {}
         self.total = Resource()
@@ -365,8 +367,7 @@ class Partition:
             app.queue = queue
             self.applications[app.app_id] = app
             queue.add_application(app)
-            if not app.placeholder_ask.is_zero():
-                self.gang_apps.add(app.app_id)
+            app.on_replacement_readiness = self._replacement_readiness
 
     @staticmethod
     def _check_gang(app: Application, queue: Queue) -> None:
@@ -402,7 +403,7 @@ class Partition:
                 if app.state in RUNNING_STATES:
                     app.queue.dec_running_apps()
             del self.applications[app_id]
-            self.gang_apps.discard(app_id)
+            self.gang_apps.pop(app_id, None)
             self.events.app.removed(app_id)
             self.ugm.remove_app(app.app_id, app.user)
             self.outbox.released.extend(released)
@@ -425,8 +426,6 @@ class Partition:
                 raise PartitionError(f"allocation {alloc.allocation_key}: resource must be positive, got {alloc.resource}")
             app = self._app(alloc.application_id)
             node = self._node(alloc.node_id) if alloc.node_id else None
-            if alloc.placeholder:
-                self.gang_apps.add(app.app_id)
             existing = app.allocations.get(alloc.allocation_key)
             if existing is not None:
                 if existing.resource != alloc.resource:
@@ -570,6 +569,12 @@ class Partition:
         return Released(app.app_id, key, termination_type, message)
 
     # -- gang scheduling: placeholder replacement and timeouts ------------------------------------
+
+    def _replacement_readiness(self, app: Application) -> None:
+        if app.ready_for_replacement and self.applications.get(app.app_id) is app:
+            self.gang_apps.setdefault(app.app_id)
+        else:
+            self.gang_apps.pop(app.app_id, None)
 
     def start_replacement(self, app: Application, real: Allocation, placeholder: Allocation, node: Node) -> None:
         """The cycle's replacement: ``real`` takes ``placeholder``'s place on ``node`` (on
@@ -718,7 +723,7 @@ class Partition:
 
     def _move_terminated(self, app: Application) -> None:
         del self.applications[app.app_id]
-        self.gang_apps.discard(app.app_id)
+        self.gang_apps.pop(app.app_id, None)
         if app.queue is not None:
             app.queue.remove_application(app)
         self.ugm.remove_app(app.app_id, app.user)

@@ -247,15 +247,14 @@ class SchedulingCycle:
     # -- placeholder replacement ----------------------------------------------------------------
 
     def _try_placeholders(self, partition: Partition) -> Decision | None:
-        """Gang applications (``Partition.gang_apps``) holding placeholders, by id: the first
-        replacement made. Only
+        """Gang applications ready for replacement (``Partition.gang_apps``, in the order they
+        became ready): the first replacement made. Only
         once the whole gang is placed (the application runs): YuniKorn's core replaces as soon
         as a placeholder and a member meet and leaves it to the Kubernetes shim to submit
         members only then; an RM that submits them early would otherwise start the job half."""
-        for app_id in sorted(partition.gang_apps):
+        for app_id in list(partition.gang_apps):
             app = partition.applications.get(app_id)
-            if (app is None or app.allocated_placeholder.is_zero() or not app.asks
-                    or app.state not in (AppState.RUNNING, AppState.COMPLETING)):
+            if app is None or not app.asks or not app.ready_for_replacement:
                 continue
             decision = self._try_replace(partition, app)
             if decision is not None:
