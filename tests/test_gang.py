@@ -87,10 +87,10 @@ def member_on_node_2(w: World) -> Decision:
     return decision
 
 
-def two_placeholders(w: World, nodes: tuple[str, ...] = ("node-1",)) -> None:
+def two_placeholders(w: World, nodes: tuple[str, ...] = ("node-1",), timeout_ms: int = 0) -> None:
     for node in nodes:
         w.add_node(node, memory=1000, vcore=10_000)
-    gang_app(w)
+    gang_app(w, timeout_ms=timeout_ms)
     placeholder(w, "ph-1")
     placeholder(w, "ph-2")
     assert len(cycle(w)) == 1 and len(cycle(w)) == 1
@@ -272,11 +272,7 @@ def test_a_gang_that_does_not_complete_in_time(w: World, style: str, second_stat
 def test_a_running_gang_releases_only_its_unused_placeholders_on_timeout(w: World) -> None:
     """TestTimeoutPlaceholderAllocReleased: Running with two placeholders, one being replaced:
     the timeout releases only the other one (message of YuniKorn); the replacement goes on."""
-    w.add_node("node-1", memory=1000, vcore=10_000)
-    gang_app(w, timeout_ms=5)
-    placeholder(w, "ph-1")
-    placeholder(w, "ph-2")
-    assert len(cycle(w)) == 1 and len(cycle(w)) == 1
+    two_placeholders(w, timeout_ms=5)
     member(w, "real-1")
     (decision,) = cycle(w)
     replaced = decision.replaced
@@ -583,11 +579,7 @@ def test_a_completing_gang_gives_up_its_placeholders_on_timeout(w: World) -> Non
     """TestTimeoutPlaceholderCompleting: a gang whose members all ended while placeholders are
     left (the RM asked for more placeholders than it used) completes; the timer releases the
     placeholders left, and the application ends once the RM confirms."""
-    w.add_node("node-1", memory=1000, vcore=10_000)
-    gang_app(w, timeout_ms=5000)
-    placeholder(w, "ph-1")
-    placeholder(w, "ph-2")
-    assert len(cycle(w)) == 1 and len(cycle(w)) == 1
+    two_placeholders(w, timeout_ms=5000)
     member(w, "real-1")
     (decision,) = cycle(w)
     assert decision.replaced is not None
