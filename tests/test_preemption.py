@@ -16,8 +16,12 @@ import pytest
 from rm_helpers import C, D, T, World, res
 from scheduling_helpers import config
 
-from pyscheduler.scheduler.cycle import PREEMPTION_RELEASE, SchedulingCycle
-from pyscheduler.scheduler.preemption.guaranteed import PREEMPTION_DOES_NOT_HELP, PREEMPTION_GUARANTEES_CHECK_FAILED
+from pyscheduler.scheduler.cycle import MAX_PREEMPTIONS_PER_LEAF, PREEMPTION_RELEASE, SchedulingCycle
+from pyscheduler.scheduler.preemption.guaranteed import (
+    PREEMPTION_DOES_NOT_HELP,
+    PREEMPTION_GUARANTEES_CHECK_FAILED,
+    PREEMPTION_MAX_ATTEMPTS_EXHAUSTED,
+)
 from pyscheduler.si import messages as si
 
 CONFIG = config("""\
@@ -448,5 +452,32 @@ def test_a_triggered_ask_never_preempts_again() -> None:
             assert cycle.run() == []
         ask = w.partition().applications["app-starved"].asks["gpu-ask"]
         assert ask.triggered_preemption and len(w.rm.released) == 1
+    finally:
+        w.close()
+
+
+def test_the_eleventh_attempt_of_a_leaf_visit_says_the_attempts_are_used_up() -> None:
+    """YuniKorn's maxPreemptionsPerQueue: 10 attempts per leaf visit, each one an ask that
+    passed the preconditions (asks that did not pass take none); the next ask's allocation log
+    says "max attempts exhausted". Here 11 asks of 2 cores cannot fit a 1-core cluster and
+    find no victim."""
+    w = World(config("""\
+          - name: a
+            properties: {preemption.delay: 1ms}
+            resources: {guaranteed: {vcore: 100}}
+"""))
+    try:
+        w.add_node("node-1", memory=1000, vcore=1000)
+        w.add_app("app-1", "root.a")
+        policy = si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True)
+        keys = [f"ask-{i:02d}" for i in range(MAX_PREEMPTIONS_PER_LEAF + 1)]
+        for key in keys:
+            w.ask(key, "app-1", {"vcore": 2000}, preemption_policy=policy)
+        w.advance(1.0)
+        SchedulingCycle(w.context).run()
+        logs = {key: dict(w.app("app-1").asks[key].alloc_log) for key in keys}
+        tried = [k for k in keys if PREEMPTION_GUARANTEES_CHECK_FAILED in logs[k]]
+        exhausted = [k for k in keys if PREEMPTION_MAX_ATTEMPTS_EXHAUSTED in logs[k]]
+        assert tried == keys[:MAX_PREEMPTIONS_PER_LEAF] and exhausted == keys[MAX_PREEMPTIONS_PER_LEAF:]
     finally:
         w.close()

@@ -51,6 +51,7 @@ from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
 from pyscheduler.scheduler.preemption.required_node import NO_VICTIM_FOR_REQUIRED_NODE, required_node_victims
 from pyscheduler.scheduler.preemption.guaranteed import (
     PREEMPTION_DOES_NOT_HELP,
+    PREEMPTION_MAX_ATTEMPTS_EXHAUSTED,
     PREEMPTION_PRECONDITIONS_FAILED,
     GuaranteedPreemptor,
     PreemptionPlan,
@@ -307,15 +308,22 @@ class SchedulingCycle:
         node (pyscheduler.scheduler.preemption.guaranteed): when the partition allows it, the
         leaf visit has attempts left and the ask passes the preconditions. A plan marks its
         victims, releases them through the RM and reserves its node for the ask."""
-        if not partition.preemption_enabled or self._preemptions_left <= 0:
+        if not partition.preemption_enabled:
             return False
-        self._preemptions_left -= 1
         now = self.context.clock.now_ns()
+        if self._preemptions_left <= 0:
+            # The leaf visit's attempts are used up (YuniKorn's maxPreemptionsPerQueue): said
+            # on the ask, whose allocation log shows why it did not even try.
+            ask.log_failure(PREEMPTION_MAX_ATTEMPTS_EXHAUSTED, now)
+            return False
         if not check_preconditions(ask, queue.preemption_delay_ns, now):
             # YuniKorn logs both: the attempt's reason, then that preemption did not help.
             ask.log_failure(PREEMPTION_PRECONDITIONS_FAILED, now)
             ask.log_failure(PREEMPTION_DOES_NOT_HELP, now)
             return False
+        # Only an attempt that passed its preconditions takes one of the visit's (as YuniKorn
+        # since 1.8): asks that may not preempt yet do not use up the others' chances.
+        self._preemptions_left -= 1
         reservations = partition.reservations
         monotonic = self.context.clock.monotonic()
 

@@ -66,6 +66,7 @@ __all__ = [
     "GuaranteedPreemptor",
     "PREEMPTION_DOES_NOT_HELP",
     "PREEMPTION_GUARANTEES_CHECK_FAILED",
+    "PREEMPTION_MAX_ATTEMPTS_EXHAUSTED",
     "PREEMPTION_PRECONDITIONS_FAILED",
     "PREEMPTION_SHORTFALL",
     "PreemptionPlan",
@@ -85,6 +86,8 @@ PREEMPTION_PRECONDITIONS_FAILED: Final = "Preemption preconditions failed"
 PREEMPTION_GUARANTEES_CHECK_FAILED: Final = "Preemption queue guarantees check failed"
 PREEMPTION_SHORTFALL: Final = "Preemption helped but short of resources"
 PREEMPTION_DOES_NOT_HELP: Final = "Preemption does not help"
+#: The leaf visit's 10 attempts are used up (the spec's "max attempts exhausted").
+PREEMPTION_MAX_ATTEMPTS_EXHAUSTED: Final = "Preemption max attempts exhausted"
 
 
 def check_preconditions(ask: Allocation, delay_ns: int, now_ns: int) -> bool:
