@@ -5,6 +5,9 @@
 #   make bench   the benchmarks (docs/benchmarks.md records their figures)
 #   make loadtest  locust against a served demo scheduler on 127.0.0.1, bounded (30 s by default)
 #   make wheels  the pyscheduler and pyscheduler-web wheels into dist/
+#   make k8s-tools  etcd, kube-apiserver and kwok for the Kubernetes tests, into .tools/k8s/ (once:
+#                about 11 min on 2 cores; see shared/spec/kubernetes.md)
+#   make k8s-smoke  a real control plane on loopback: a fake node, a pod bound and Running
 #   make clean   remove build output and the virtual environment
 
 PYTHON ?= python3
@@ -24,7 +27,7 @@ LOADTEST_ARGS ?=
 # Options for `pyscheduler serve` (see `pyscheduler serve --help`): make serve SERVE_ARGS="--bind 0.0.0.0:9080"
 SERVE_ARGS ?=
 
-.PHONY: venv build web serve test cargo-test typecheck lint-imports pytest bench wheels clean proto
+.PHONY: venv build web serve test cargo-test typecheck lint-imports pytest bench wheels clean proto k8s-tools k8s-smoke
 
 venv: $(STAMP)
 
@@ -85,6 +88,13 @@ bench: build
 
 clean:
 	rm -rf target dist $(VENV) pyscheduler/_native*.so
+
+# The Kubernetes control plane the Kubernetes tests run (tools/k8s/build.sh keeps what it built).
+k8s-tools:
+	tools/k8s/build.sh
+
+k8s-smoke: venv k8s-tools
+	$(PY) tests/kube_cluster.py
 
 # Regenerates the committed gRPC code of the socket reporter plugins from protos/ (grpcio-tools,
 # pinned in requirements/dev.txt); tests/test_reporter_protos.py checks it is up to date.

@@ -1,0 +1,238 @@
+"""A real Kubernetes control plane on loopback, for the Kubernetes tests (issue 15): etcd,
+kube-apiserver and kwok (fake nodes whose pods "run" without a kubelet), as
+``shared/spec/kubernetes.md`` says they run on these machines. ``tools/k8s/build.sh`` builds
+them into ``.tools/k8s/``.
+
+Everything binds to 127.0.0.1 on free ports; the API server authenticates one static admin
+token (``system:masters``) and serves a self-signed certificate (clients skip verification:
+the test owns both ends). No controller manager runs, so a namespace's ``default`` service
+account is created by :meth:`KubeCluster.ensure_namespace`. Every wait is bounded.
+
+``python tests/kube_cluster.py`` (``make k8s-smoke``) starts a cluster, creates a fake node,
+binds a pod to it and waits until kwok reports it Running, printing the timings.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+import urllib3
+
+ROOT = Path(__file__).resolve().parent.parent
+TOOLS = ROOT / ".tools" / "k8s"
+READY_TIMEOUT = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class KubeCluster:
+    """A running control plane: its URL, admin token, kubeconfig and processes."""
+
+    server: str
+    token: str
+    kubeconfig: Path
+    workdir: Path
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+        self.session = requests.Session()
+        self.session.headers["Authorization"] = f"Bearer {self.token}"
+        self.session.verify = False
+
+    def request(self, method: str, path: str, body: Mapping[str, Any] | None = None,
+                timeout: float = 10.0) -> requests.Response:
+        # verify=False per request: a session's verify loses to REQUESTS_CA_BUNDLE in the environment.
+        return self.session.request(method, self.server + path, json=body, timeout=timeout, verify=False)
+
+    def wait_for(self, what: str, check: Any, timeout: float = 30.0, interval: float = 0.05) -> Any:
+        """Polls ``check()`` until it returns something truthy; raises after ``timeout``."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = check()
+            if found:
+                return found
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"{what}: not within {timeout:g} s")
+            time.sleep(interval)
+
+    def ensure_namespace(self, name: str) -> None:
+        """The namespace and its ``default`` service account (no controller manager makes it)."""
+        for path, body in (
+            ("/api/v1/namespaces", {"metadata": {"name": name}}),
+            (f"/api/v1/namespaces/{name}/serviceaccounts", {"metadata": {"name": "default"}}),
+        ):
+            answer = self.request("POST", path, body)
+            if answer.status_code not in (201, 409):
+                raise RuntimeError(f"POST {path}: {answer.status_code} {answer.text[:300]}")
+
+    def log(self, name: str) -> str:
+        return (self.workdir / f"{name}.log").read_text(errors="replace")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        for process in reversed(list(self.processes.values())):
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        for process in self.processes.values():
+            try:
+                process.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _start(name: str, args: list[str], workdir: Path) -> subprocess.Popen[bytes]:
+    log = (workdir / f"{name}.log").open("wb")
+    try:
+        return subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, cwd=workdir, start_new_session=True)
+    finally:
+        log.close()
+
+
+def start_cluster(workdir: Path, tools: Path = TOOLS, *, kwok: bool = True) -> KubeCluster:
+    """Starts etcd, kube-apiserver (ready) and kwok in ``workdir``; the caller stops it."""
+    bin_dir = tools / "bin"
+    for tool in ("kube-apiserver", "kwok"):
+        if not (bin_dir / tool).exists():
+            raise FileNotFoundError(f"{bin_dir / tool} is missing: run tools/k8s/build.sh (make k8s-tools)")
+    workdir.mkdir(parents=True, exist_ok=True)
+    etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+    token = secrets.token_hex(16)
+    (workdir / "tokens.csv").write_text(f'{token},admin,admin,"system:masters"\n')
+    subprocess.run(["openssl", "genrsa", "-out", "sa.key", "2048"], cwd=workdir, check=True, capture_output=True)
+    subprocess.run(["openssl", "rsa", "-in", "sa.key", "-pubout", "-out", "sa.pub"], cwd=workdir, check=True,
+                   capture_output=True)
+    server = f"https://127.0.0.1:{api_port}"
+    cluster = KubeCluster(server, token, workdir / "kubeconfig", workdir)
+    try:
+        cluster.processes["etcd"] = _start("etcd", [
+            "etcd", "--data-dir", str(workdir / "etcd"), "--name", "default",
+            "--listen-client-urls", f"http://127.0.0.1:{etcd_port}",
+            "--advertise-client-urls", f"http://127.0.0.1:{etcd_port}",
+            "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
+            "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
+            "--initial-cluster", f"default=http://127.0.0.1:{peer_port}",
+        ], workdir)
+        cluster.processes["kube-apiserver"] = _start("kube-apiserver", [
+            str(bin_dir / "kube-apiserver"),
+            f"--etcd-servers=http://127.0.0.1:{etcd_port}", "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none", f"--secure-port={api_port}",
+            f"--cert-dir={workdir / 'certs'}", "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-account-key-file=sa.pub", "--service-account-signing-key-file=sa.key",
+            "--token-auth-file=tokens.csv", "--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24",
+        ], workdir)
+
+        def ready() -> bool:
+            if cluster.processes["kube-apiserver"].poll() is not None:
+                raise RuntimeError("kube-apiserver exited:\n" + cluster.log("kube-apiserver")[-3000:])
+            try:
+                return cluster.request("GET", "/readyz", timeout=2.0).status_code == 200
+            except requests.RequestException:
+                return False
+
+        cluster.wait_for("kube-apiserver /readyz", ready, READY_TIMEOUT, 0.2)
+        cluster.kubeconfig.write_text(f"""apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster: {{server: "{server}", insecure-skip-tls-verify: true}}
+users:
+- name: admin
+  user: {{token: "{token}"}}
+contexts:
+- name: local
+  context: {{cluster: local, user: admin}}
+current-context: local
+""")
+        if kwok:
+            cluster.processes["kwok"] = _start("kwok", [
+                str(bin_dir / "kwok"), f"--kubeconfig={cluster.kubeconfig}",
+                f"--config={tools / 'kwok-stages.yaml'}", "--manage-all-nodes=true",
+            ], workdir)
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+@contextmanager
+def running_cluster(workdir: Path) -> Iterator[KubeCluster]:
+    cluster = start_cluster(workdir)
+    try:
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def fake_node(name: str, cpu: str = "8", memory: str = "32Gi", pods: str = "110") -> dict[str, Any]:
+    """A node kwok manages (it makes it Ready and runs its pods)."""
+    allocatable = {"cpu": cpu, "memory": memory, "pods": pods}
+    return {
+        "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
+                     "labels": {"kubernetes.io/hostname": name, "type": "kwok"}},
+        "spec": {"taints": []},
+        "status": {"allocatable": allocatable, "capacity": allocatable},
+    }
+
+
+def _smoke(workdir: Path) -> None:
+    started = time.monotonic()
+    with running_cluster(workdir) as cluster:
+        print(f"kube-apiserver ready in {time.monotonic() - started:.1f} s at {cluster.server}")
+        assert cluster.request("POST", "/api/v1/nodes", fake_node("kwok-node-0")).status_code == 201
+
+        def node_ready() -> bool:
+            node = cluster.request("GET", "/api/v1/nodes/kwok-node-0").json()
+            return any(c["type"] == "Ready" and c["status"] == "True" for c in node.get("status", {}).get("conditions", []))
+
+        t = time.monotonic()
+        cluster.wait_for("node Ready", node_ready)
+        print(f"fake node Ready in {time.monotonic() - t:.2f} s")
+        cluster.ensure_namespace("smoke")
+        pod = {"metadata": {"name": "p0"}, "spec": {"schedulerName": "pyscheduler", "containers": [
+            {"name": "c", "image": "registry.k8s.io/pause:3.7", "resources": {"requests": {"cpu": "100m"}}}]}}
+        answer = cluster.request("POST", "/api/v1/namespaces/smoke/pods", pod)
+        assert answer.status_code == 201, answer.text
+        binding = {"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p0"},
+                   "target": {"apiVersion": "v1", "kind": "Node", "name": "kwok-node-0"}}
+        t = time.monotonic()
+        answer = cluster.request("POST", "/api/v1/namespaces/smoke/pods/p0/binding", binding)
+        assert answer.status_code == 201, answer.text
+        cluster.wait_for("pod Running", lambda: cluster.request(
+            "GET", "/api/v1/namespaces/smoke/pods/p0").json().get("status", {}).get("phase") == "Running")
+        print(f"pod bound and Running in {time.monotonic() - t:.2f} s")
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="kube-smoke-") as tmp:
+        try:
+            _smoke(Path(tmp))
+        except Exception as exc:
+            print(f"smoke test failed: {exc}", file=sys.stderr)
+            for name in ("etcd", "kube-apiserver", "kwok"):
+                log = Path(tmp) / f"{name}.log"
+                if log.exists():
+                    print(f"--- {name} log (tail) ---\n{log.read_text(errors='replace')[-2000:]}", file=sys.stderr)
+            sys.exit(1)
+    print("ok")
+    os._exit(0)
