@@ -5,7 +5,7 @@
 #   make bench   the benchmarks (docs/benchmarks.md records their figures)
 #   make loadtest  locust against a served demo scheduler on 127.0.0.1, bounded (30 s by default)
 #   make wheels  the pyscheduler and pyscheduler-web wheels into dist/
-#   make k8s-tools  etcd, kube-apiserver and kwok for the Kubernetes tests, into .tools/k8s/ (once:
+#   make k8s-tools  etcd, kube-apiserver and kwok for the Kubernetes tests, into ~/.cache/pyscheduler/ (once:
 #                about 11 min on 2 cores; see shared/spec/kubernetes.md)
 #   make k8s-smoke  a real control plane on loopback: a fake node, a pod bound and Running
 #   make clean   remove build output and the virtual environment

@@ -1,7 +1,7 @@
 """A real Kubernetes control plane on loopback, for the Kubernetes tests (issue 15): etcd,
 kube-apiserver and kwok (fake nodes whose pods "run" without a kubelet), as
 ``shared/spec/kubernetes.md`` says they run on these machines. ``tools/k8s/build.sh`` builds
-them into ``.tools/k8s/``.
+them into the user's cache directory (once per machine).
 
 Everything binds to 127.0.0.1 on free ports; the API server authenticates one static admin
 token (``system:masters``) and serves a self-signed certificate (clients skip verification:
@@ -31,8 +31,13 @@ import requests
 import urllib3
 
 ROOT = Path(__file__).resolve().parent.parent
-TOOLS = ROOT / ".tools" / "k8s"
 READY_TIMEOUT = 60.0
+
+
+def tools_dir() -> Path:
+    """Where tools/k8s/build.sh puts the binaries (it builds what is missing, then says)."""
+    done = subprocess.run([str(ROOT / "tools" / "k8s" / "build.sh")], stdout=subprocess.PIPE, text=True, check=True)
+    return Path(done.stdout.strip().splitlines()[-1])
 
 
 def free_port() -> int:
@@ -107,8 +112,10 @@ def _start(name: str, args: list[str], workdir: Path) -> subprocess.Popen[bytes]
         log.close()
 
 
-def start_cluster(workdir: Path, tools: Path = TOOLS, *, kwok: bool = True) -> KubeCluster:
-    """Starts etcd, kube-apiserver (ready) and kwok in ``workdir``; the caller stops it."""
+def start_cluster(workdir: Path, tools: Path | None = None, *, kwok: bool = True) -> KubeCluster:
+    """Starts etcd, kube-apiserver (ready) and kwok in ``workdir``; the caller stops it.
+    ``tools``: the build's output directory (default: :func:`tools_dir`)."""
+    tools = tools if tools is not None else tools_dir()
     bin_dir = tools / "bin"
     for tool in ("kube-apiserver", "kwok"):
         if not (bin_dir / tool).exists():

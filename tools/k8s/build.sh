@@ -2,18 +2,19 @@
 # Builds the Kubernetes pieces that the Kubernetes tests run on loopback (shared/spec/kubernetes.md):
 # etcd (the Debian package), kube-apiserver (built from Kubernetes' Go module through a small
 # wrapper module: its go.mod replaces ./staging modules, which `go install` refuses) and kwok
-# (fake nodes whose pods "run" without a kubelet), with kwok's stages. Everything lands in
-# .tools/k8s/ (git-ignored); a piece already built is kept, so a second run takes a second.
+# (fake nodes whose pods "run" without a kubelet), with kwok's stages. Everything lands in the
+# user's cache directory (${XDG_CACHE_HOME:-~/.cache}/pyscheduler/k8s-<versions>), outside the
+# checkout, so a fresh clone on the same machine reuses it; a piece already built is kept.
 #
 # Takes about 11 minutes on 2 cores the first time (kube-apiserver 7, kwok 3.5), downloading
-# from the Go module proxy and the Debian archive. Usage: tools/k8s/build.sh [OUT_DIR]
+# from the Go module proxy and the Debian archive. Usage: tools/k8s/build.sh [OUT_DIR]; prints
+# nothing on stdout but the output directory (for scripts: OUT=$(tools/k8s/build.sh)).
 set -euo pipefail
 
 K8S_VERSION=v1.37.2
 STAGING_VERSION=v0.37.2
 KWOK_VERSION=v0.8.0
-ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${1:-$ROOT/.tools/k8s}
+OUT=${1:-${XDG_CACHE_HOME:-$HOME/.cache}/pyscheduler/k8s-$K8S_VERSION-kwok-$KWOK_VERSION}
 BIN=$OUT/bin
 mkdir -p "$BIN"
 
@@ -49,7 +50,7 @@ step "kube-apiserver: $("$BIN/kube-apiserver" --version)"
 
 if [ ! -x "$BIN/kwok" ]; then
     step "kwok $KWOK_VERSION: building (about 3.5 minutes on 2 cores)"
-    GOBIN=$BIN go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+    GOBIN=$BIN go install "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION" >&2
 fi
 STAGES=$(go env GOMODCACHE)/sigs.k8s.io/kwok@$KWOK_VERSION/kustomize/stage
 if [ ! -s "$OUT/kwok-stages.yaml" ]; then
@@ -60,3 +61,4 @@ if [ ! -s "$OUT/kwok-stages.yaml" ]; then
     done >"$OUT/kwok-stages.yaml"
 fi
 step "kwok: $("$BIN/kwok" --version 2>&1 | head -1); stages in $OUT/kwok-stages.yaml"
+echo "$OUT"
