@@ -1,6 +1,6 @@
 """Type stub of ``pyscheduler._native``, the Rust extension (rust/python, over rust/core)."""
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import ClassVar, final
 
 from typing_extensions import Self
@@ -14,6 +14,7 @@ __all__ = [
     "StreamOutcome",
     "StreamTicket",
     "NodeIndex",
+    "PlanQueues",
     "EventIdOutOfRangeError",
     "EventSystemStoppedError",
 ]
@@ -175,4 +176,25 @@ class NodeIndex:
         when ``skip_reserved``), closest to fitting first: (fit_in_score, node_id), after the cursor."""
     def ordered(self) -> list[str]: ...
     def score(self, node_id: str) -> float | None: ...
+    def __len__(self) -> int: ...
+
+@final
+class PlanQueues:
+    """The queues of one ask leaf's preemption attempts on the ask's resource types (the native
+    twin of ``pyscheduler.scheduler.preemption.typed``)."""
+
+    def __new__(cls, types: int) -> Self: ...
+    def add(self, parent: int | None, guaranteed: Sequence[int | None], none: bool, merge: bool) -> int:
+        """Adds a queue (its parent before it); returns its index."""
+    def set_used(self, queue: int, used: Sequence[int]) -> None: ...
+    def plan(
+        self,
+        ask_queue: int,
+        queues: Sequence[int],
+        amounts: Sequence[Sequence[int]],
+        freed: Sequence[Sequence[int]],
+        wanted: Sequence[int],
+        available: Sequence[int],
+    ) -> tuple[int, list[int]] | None:
+        """A node's plan: (start index, kept positions), or None."""
     def __len__(self) -> int: ...

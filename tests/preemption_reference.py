@@ -82,7 +82,7 @@ class ReferencePreemptor(GuaranteedPreemptor):
         """YuniKorn's calculateVictimsByNode on copies of the dict snapshots (every type)."""
         ask = self.ask.resource
         wanted = ask.view()
-        copies = _LazyCopies(self.snapshots)
+        copies = _LazyCopies(self.snapshots, self.victims.snapshot)
         ask_queue = copies.require(self.leaf.path)
         current = available.to_dict()
         head: list[Allocation] = []
@@ -104,7 +104,7 @@ class ReferencePreemptor(GuaranteedPreemptor):
         ordered = head + tail
         if not ordered:
             return None
-        copies = _LazyCopies(self.snapshots)
+        copies = _LazyCopies(self.snapshots, self.victims.snapshot)
         current = available.to_dict()
         results: list[Allocation] = []
         index = -1

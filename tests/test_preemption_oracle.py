@@ -3,18 +3,26 @@
 clusters: nested queues with guarantees, maxes, priority offsets and fences; nodes full, nearly
 full or with room; allocations of two resource types with random priorities, ages, opt-outs
 and originators; asks of random sizes and priorities; an RM that accepts or refuses nodes and
-picks indices, or no RM check at all; nodes reserved by others or unschedulable."""
+picks indices, or no RM check at all; nodes reserved by others or unschedulable. The fast
+preemptor keeps one memo per cluster across its attempts (pyscheduler.scheduler.preemption.memo),
+and between the asks the cluster changes as it would between two attempts: a plan's victims
+become preempting, some allocations are released, a queue's guarantee may change."""
 
 from __future__ import annotations
 
 import random
 import zlib
 
+import pytest
+
 from rm_helpers import World, res
 from scheduling_helpers import config
 
 from pyscheduler.objects.node import Node
 from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor, PreemptionPlan
+from pyscheduler.scheduler.preemption import typed
+from pyscheduler.scheduler.preemption.memo import PreemptionMemo
+from pyscheduler.scheduler.preemption.ordering import sort_for_node
 from pyscheduler.si import messages as si
 
 from preemption_reference import ReferencePreemptor, scan_victims
@@ -70,8 +78,52 @@ def _outcome(result: PreemptionPlan | str) -> object:
     return result.node_id, [v.allocation_key for v in result.victims]
 
 
-def test_fast_and_reference_preemptors_decide_alike() -> None:
-    compared = plans = victims_seen = 0
+ASKS = 6
+
+
+def _change_between_attempts(rng: random.Random, w: World, plan: PreemptionPlan | None, queues: str,
+                             key_app: dict[str, str], asker: str) -> int:
+    """What happens between two attempts: the last plan's victims become preempting (as the
+    cycle applies a plan) and one of them is confirmed gone; a few other allocations end and the
+    last asker's application gets the room of one of them (its queue's usage grows); now and
+    then the configuration is reloaded with one starved queue's guarantee changed. Returns the
+    changes made."""
+    part = w.partition()
+    changes = 0
+    if plan is not None:
+        with part.lock:
+            for victim in plan.victims:
+                app = part.applications[victim.application_id]
+                assert app.queue is not None
+                app.queue.inc_preempting(victim.resource)
+                victim.preempted = True
+                changes += 1
+        confirmed = plan.victims[0]
+        w.release(confirmed.application_id, confirmed.allocation_key)
+        changes += 1
+    for key in rng.sample(sorted(key_app), k=3):
+        app = part.applications[key_app[key]]
+        alloc = app.allocations.get(key)
+        if alloc is not None and not alloc.preempted:
+            w.release(app.app_id, key)
+            w.allocs(w.alloc_msg(f"{key}-{asker}", asker, alloc.resource, node_id=alloc.node_id))
+            key_app[f"{key}-{asker}"] = asker
+            changes += 2
+    if rng.random() < 0.4:
+        text = queues.split("guaranteed: {vcore: 6")
+        which = rng.randrange(1, len(text))
+        w.reload("guaranteed: {vcore: 6".join(text[:which]) + f"guaranteed: {{vcore: {rng.choice([1, 3, 12])}"
+                 + "guaranteed: {vcore: 6".join(text[which:]))
+        changes += 1
+    return changes
+
+
+@pytest.mark.parametrize("native", [True, False], ids=["native-plan", "python-plan"])
+def test_fast_and_reference_preemptors_decide_alike(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Both twins of the node plan (rust/core/src/plan.rs and typed.TypedPlan) against the
+    reference."""
+    monkeypatch.setattr(typed, "NATIVE_PLAN", native)
+    compared = plans = victims_seen = changes = 0
     KINDS: dict[str, int] = {}
     for seed in range(40):
         rng = random.Random(seed)
@@ -105,7 +157,12 @@ def test_fast_and_reference_preemptors_decide_alike() -> None:
                         allocation_tags={"creationTime": str(1_600_000_000 + rng.randrange(50))}))
             nodes = sorted(part.nodes)
             unusable = set(rng.sample(nodes, k=len(nodes) // 5))
-            for ask_number in range(4):
+            memo = PreemptionMemo()
+            last_plan: PreemptionPlan | None = None
+            for ask_number in range(ASKS):
+                if ask_number:
+                    changes += _change_between_attempts(rng, w, last_plan, queues, key_app, f"asker-{ask_number - 1}")
+                last_plan = None
                 leaf = rng.choice(leaves) if rng.random() < 0.2 else f"root.p{rng.randrange(3)}.starved"
                 queue = w.queue(leaf)
                 app_id = f"asker-{ask_number}"
@@ -123,29 +180,42 @@ def test_fast_and_reference_preemptors_decide_alike() -> None:
                         # The lazy victims equal a walk reading every allocation, in order and per node.
                         fast = GuaranteedPreemptor(queue, ask, part.applications, part.nodes, part.sorted_node_ids(),
                                                    nodes_tried=nodes_tried, predicates=None, preemption_predicates=None,
-                                                   reserved_by_others=reserved_by_others)
+                                                   reserved_by_others=reserved_by_others, memo=memo)
                         scanned = scan_victims(queue, ask, fast.victims)
                         assert [(e.queue.path, a.allocation_key) for e, a in fast.victims.every()] == scanned
                         for node_id in nodes:
                             on_node = [(e.queue.path, a.allocation_key) for e, a in fast.victims.on_node(part.nodes[node_id])]
                             assert on_node == [(path, key) for path, key in scanned
                                                if part.applications[key_app[key]].allocations[key].node_id == node_id]
+                            # A plan's order: the guaranteed-share sort, stable over the order of every().
+                            planned = [a.allocation_key for _, a in fast.victims.on_node_for_plan(part.nodes[node_id])]
+                            assert planned == [a.allocation_key for a in sort_for_node(
+                                [a for _, a in fast.victims.on_node(part.nodes[node_id])])]
                         victims_seen += len(scanned)
                         outcomes = []
                         for kind in (GuaranteedPreemptor, ReferencePreemptor):
                             preemptor = kind(queue, ask, part.applications, part.nodes, part.sorted_node_ids(), nodes_tried=nodes_tried,
                                              predicates=None, preemption_predicates=rm,
                                              reserved_by_others=reserved_by_others,
-                                             fitting=part.fitting_node_ids if kind is GuaranteedPreemptor else None)
-                            outcomes.append(_outcome(preemptor.try_preemption()))
+                                             fitting=part.fitting_node_ids if kind is GuaranteedPreemptor else None,
+                                             memo=memo if kind is GuaranteedPreemptor else None)
+                            result = preemptor.try_preemption()
+                            outcomes.append(_outcome(result))
+                            if isinstance(result, PreemptionPlan):
+                                last_plan = result
                         assert outcomes[0] == outcomes[1], (seed, ask_number, nodes_tried, rm is not None)
                         compared += 1
                         plans += not isinstance(outcomes[0], str)
                         kind_seen = outcomes[0] if isinstance(outcomes[0], str) else "plan"
                         KINDS[kind_seen] = KINDS.get(kind_seen, 0) + 1
+            # The plans ran on the twin asked for.
+            for leaf_path in {*leaves, *(f"root.p{p}.starved" for p in range(3))}:
+                for kept in memo.for_ask_leaf(w.queue(leaf_path)).typed.values():
+                    assert (kept.native is not None) is native
         finally:
             w.close()
-    assert compared == 40 * 4 * 4
+    assert compared == 40 * ASKS * 4
+    assert changes > 300, changes
     # The random clusters lead to plans and to every kind of failure.
     assert plans > 150 and len(KINDS) == 4, (plans, KINDS)
     assert victims_seen > 10_000, victims_seen

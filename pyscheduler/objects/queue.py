@@ -51,6 +51,7 @@ __all__ = [
     "parse_priority_offset",
     "priority_seen_by_parent",
     "qualify",
+    "queue_shape_version",
 ]
 
 RECOVERY_QUEUE = "root.@recovery@"
@@ -62,6 +63,25 @@ PRIORITY_POLICY = "priority.policy"
 MIN_PRIORITY = -(1 << 31)
 MAX_PRIORITY = (1 << 31) - 1
 _INT = re.compile(r"[+-]?[0-9]+")
+
+
+class _ShapeVersion:
+    """How many times any queue's settings, properties or place in the tree changed (in any
+    partition): caches of facts derived from those (the preemptor's, across attempts) keep the
+    value they were made at and start again when it moves. Bumped under the changed queue's
+    partition lock; a cache is read under its own partition's lock, so a change in another
+    partition may only make it start again for nothing."""
+
+    value = 0
+
+    @classmethod
+    def bump(cls) -> None:
+        cls.value += 1
+
+
+def queue_shape_version() -> int:
+    """The current :class:`_ShapeVersion` (see there)."""
+    return _ShapeVersion.value
 
 
 def parse_priority_offset(properties: Mapping[str, str]) -> int:
@@ -181,6 +201,7 @@ class Queue:
         self._merge_properties()
         if parent is not None:
             parent._add_child(self)
+        _ShapeVersion.bump()
         events.added(self.path, managed)
         # A queue's initial quotas are part of its creation; later changes are SET events.
 
@@ -214,6 +235,7 @@ class Queue:
         if CHECK_LOCKS:
             check_held(self.graph_lock, f"queue {self.path}")
         self.children[child.name] = child
+        _ShapeVersion.bump()
         _move_count(self._child_priority_counts, None, child.current_priority)
         if self._is_leaf:
             self._is_leaf = False
@@ -224,6 +246,7 @@ class Queue:
         if CHECK_LOCKS:
             check_held(self.graph_lock, f"queue {self.path}")
         child = self.children.pop(name, None)
+        _ShapeVersion.bump()
         if child is not None:
             _move_count(self._child_priority_counts, child.current_priority, None)
         if child is not None:
@@ -252,6 +275,7 @@ class Queue:
             check_held(self.graph_lock, f"queue {self.path}")
         old = self._settings
         self._settings = settings
+        _ShapeVersion.bump()
         self.managed = managed or self.managed
         if self.state is ObjectState.DRAINING and managed:
             self.state = ObjectState.ACTIVE
@@ -279,6 +303,7 @@ class Queue:
         if maximum == self._settings.max_resource:
             return
         self._settings = replace(self._settings, max_resource=maximum)
+        _ShapeVersion.bump()
         self._events.max_changed(self.path, maximum)
 
     def _merge_properties(self) -> None:
@@ -291,6 +316,7 @@ class Queue:
                 inherited[key] = value
         inherited.update(self._settings.properties)
         self.properties = inherited
+        _ShapeVersion.bump()
         self.priority_offset = parse_priority_offset(inherited)
         self.priority_fence = inherited.get(PRIORITY_POLICY, "").lower() == "fence"
         # Read by the cycle whenever an ask fails the headroom: parsed once per change here.

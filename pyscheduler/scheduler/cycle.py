@@ -48,6 +48,7 @@ from pyscheduler.objects.queue import ObjectState, Queue
 from pyscheduler.policies.node_ordering import Cursor
 from pyscheduler.policies.role_history import Placement, history_key_of, role_of
 from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
+from pyscheduler.scheduler.preemption.memo import PreemptionMemo
 from pyscheduler.scheduler.preemption.required_node import NO_VICTIM_FOR_REQUIRED_NODE, required_node_victims
 from pyscheduler.scheduler.preemption.guaranteed import (
     PREEMPTION_DOES_NOT_HELP,
@@ -109,6 +110,10 @@ class SchedulingCycle:
         #: and whether this partition's walk preempted (it then ends, as a reservation would).
         self._preemptions_left = MAX_PREEMPTIONS_PER_LEAF
         self._preempted = False
+        #: Partition name -> what its preemption attempts keep for the next ones (used under the
+        #: partition's lock, as the attempts are; a recreated partition's queues change the shape
+        #: version, which starts the memo again).
+        self._preemption_memos: dict[str, PreemptionMemo] = {}
 
     def run(self) -> list[Decision]:
         """One cycle over every partition; returns the allocations it made."""
@@ -341,6 +346,7 @@ class SchedulingCycle:
                 predicates=self.context.predicates_for(partition),
                 preemption_predicates=self.context.preemption_predicates_for(partition),
                 reserved_by_others=reserved_by_others, fitting=partition.fitting_node_ids,
+                memo=self._preemption_memos.setdefault(partition.name, PreemptionMemo()),
             )
             outcome = preemptor.try_preemption()
         partition.preemption_latency.observe((time.perf_counter() - started) * 1e3)

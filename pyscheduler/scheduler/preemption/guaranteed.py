@@ -41,8 +41,8 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from pyscheduler._native import PlanQueues
 from pyscheduler.common.resources import Resource
-from pyscheduler.scheduler.preemption.ordering import sort_for_node
 from pyscheduler.scheduler.preemption.snapshot import (
     Quantities,
     QueueSnapshot,
@@ -50,6 +50,7 @@ from pyscheduler.scheduler.preemption.snapshot import (
     covers,
     victim_queue_over_guaranteed,
 )
+from pyscheduler.scheduler.preemption.memo import PreemptionMemo
 from pyscheduler.scheduler.preemption.typed import TypedPlan, TypedQueue, TypedQueues, common_ancestor
 from pyscheduler.scheduler.preemption.victims import Victims
 from pyscheduler.si.callback import PredicatesFunc, PreemptionPredicatesFunc, check_predicates
@@ -129,14 +130,16 @@ class GuaranteedPreemptor:
     ``nodes`` its nodes by id and ``sorted_ids``
     their ids in order; ``fitting(resource)`` lists the ids of the schedulable nodes whose
     free room holds ``resource`` (the partition's node index answers it without a scan;
-    None: the nodes are scanned)."""
+    None: the nodes are scanned). ``memo`` is the partition's (:mod:`.memo`; None: one for
+    this attempt only)."""
 
     def __init__(self, leaf: Queue, ask: Allocation, applications: Mapping[str, Application],
                  nodes: Mapping[str, Node], sorted_ids: Sequence[str], *,
                  nodes_tried: bool, predicates: PredicatesFunc | None,
                  preemption_predicates: PreemptionPredicatesFunc | None,
                  reserved_by_others: Callable[[Node], bool],
-                 fitting: Callable[[Resource], Iterable[str]] | None = None) -> None:
+                 fitting: Callable[[Resource], Iterable[str]] | None = None,
+                 memo: PreemptionMemo | None = None) -> None:
         self.leaf = leaf
         self.ask = ask
         self.nodes = nodes
@@ -146,10 +149,13 @@ class GuaranteedPreemptor:
         self.preemption_predicates = preemption_predicates
         self.reserved_by_others = reserved_by_others
         self.fitting = fitting
-        self.victims = Victims(leaf, ask, applications)
+        self._memo = (memo or PreemptionMemo()).for_ask_leaf(leaf)
+        self.victims = Victims(leaf, ask, applications, self._memo.verdicts)
         self.snapshots = self.victims.snapshots
-        #: Victim key -> its queue's snapshot path, for the victims looked at so far.
+        #: Victim key -> its queue's path, for the victims looked at so far.
         self.queue_of: dict[str, str] = {}
+        #: Victim key -> its queue, for the same victims.
+        self._leaf_of: dict[str, Queue] = {}
         #: The snapshots on the ask's types, for the per-node plans (made when first needed).
         self._typed: TypedQueues | None = None
         #: A victim queue -> its lowest common ancestor with the ask's queue (typed).
@@ -183,12 +189,12 @@ class GuaranteedPreemptor:
         return PreemptionPlan(node_id, tuple(final))
 
     def _queue_check(self) -> bool:
-        copies = _LazyCopies(self.snapshots)
+        copies = _LazyCopies(self.snapshots, self.victims.snapshot)
         ask_queue = copies.require(self.leaf.path)
         wanted = self.ask.resource.view()
         ask_queue.add_allocation(wanted)
         for eligible in self.victims.leaves:
-            queue = copies.require(eligible.snapshot.path)
+            queue = copies.require(eligible.queue.path)
             for victim in self.victims.in_leaf(eligible):
                 queue.remove_allocation(victim.resource)
                 remaining = ask_queue.remaining_guaranteed()
@@ -202,10 +208,13 @@ class GuaranteedPreemptor:
     def _candidates(self, node: Node) -> list[Allocation]:
         """The node's victims in YuniKorn's per-node order (their queues noted)."""
         found = []
-        for eligible, alloc in self.victims.on_node(node):
-            self.queue_of[alloc.allocation_key] = eligible.snapshot.path
+        queue_of, leaf_of = self.queue_of, self._leaf_of
+        for eligible, alloc in self.victims.on_node_for_plan(node):
+            key = alloc.allocation_key
+            queue_of[key] = eligible.queue.path
+            leaf_of[key] = eligible.queue
             found.append(alloc)
-        return sort_for_node(found)
+        return found
 
     def _victims_on_node(self, available: Resource, candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
         """YuniKorn's calculateVictimsByNode: (start index, victims) or None for no use. This
@@ -229,11 +238,12 @@ class GuaranteedPreemptor:
         wanted = ask.view()
         typed = self._typed
         if typed is None:
-            typed = self._typed = TypedQueues(self.snapshots, list(wanted))
+            typed = self._typed = self._memo.typed_queues(self.leaf, list(wanted))
+        if typed.native is not None:
+            return self._plan_node_native(typed.native, typed, available, candidates)
         types = typed.types
-        ask_queue = typed.get(self.leaf.path)
-        assert ask_queue is not None, f"no snapshot of {self.leaf.path}"
-        queue_of = self.queue_of
+        ask_queue = typed.get(self.leaf)
+        leaf_of = self._leaf_of
         ancestors = self._common_ancestors
         plan = TypedPlan()
         over_if_moved: dict[tuple[TypedQueue | None, tuple[int, ...]], bool] = {}
@@ -241,8 +251,11 @@ class GuaranteedPreemptor:
         head: list[Allocation] = []
         tail: list[Allocation] = []
         for victim in candidates:
-            queue = typed.get(queue_of.get(victim.allocation_key, ""))
-            if queue is None or not plan.victim_queue_over(queue):
+            leaf = leaf_of.get(victim.allocation_key)
+            if leaf is None:
+                continue
+            queue = typed.get(leaf)
+            if not plan.victim_queue_over(queue):
                 continue
             freed = victim.resource.view()
             amounts = tuple([freed.get(t, 0) for t in types])
@@ -274,8 +287,11 @@ class GuaranteedPreemptor:
         results: list[Allocation] = []
         index = -1
         for victim in ordered:
-            queue = typed.get(queue_of.get(victim.allocation_key, ""))
-            if queue is not None and plan.victim_queue_over(queue):
+            leaf = leaf_of.get(victim.allocation_key)
+            if leaf is None:
+                continue
+            queue = typed.get(leaf)
+            if plan.victim_queue_over(queue):
                 freed = victim.resource.view()
                 plan.move(queue, [freed.get(t, 0) for t in types], -1)
                 _add_into(current, freed)
@@ -285,6 +301,42 @@ class GuaranteedPreemptor:
         if index < 0:
             return None
         return index, results
+
+    def _plan_node_native(self, native: PlanQueues, typed: TypedQueues, available: Resource,
+                          candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
+        """:meth:`_plan_node` in one native call (``rust/core/src/plan.rs``)."""
+        wanted = self.ask.resource.view()
+        room = available.view()
+        types = typed.types
+        # The node's types: the ask's, the room's and the victims' (see plan.rs).
+        node_types = list(wanted)
+        node_types.extend(t for t in room if t not in wanted)
+        ask_index = typed.get(self.leaf).index
+        leaf_of = self._leaf_of
+        kept: list[Allocation] = []
+        queues: list[int] = []
+        amounts: list[list[int]] = []
+        freed: list[list[int]] = []
+        for victim in candidates:
+            leaf = leaf_of.get(victim.allocation_key)
+            if leaf is None:
+                continue
+            held = victim.resource.view()
+            for name in held:
+                if name not in wanted and name not in room and name not in node_types:
+                    node_types.append(name)
+            kept.append(victim)
+            queues.append(typed.get(leaf).index)
+            amounts.append([held.get(t, 0) for t in types])
+        for victim in kept:
+            held = victim.resource.view()
+            freed.append([held.get(t, 0) for t in node_types])
+        planned = native.plan(ask_index, queues, amounts, freed, [wanted.get(t, 0) for t in node_types],
+                              [room.get(t, 0) for t in node_types])
+        if planned is None:
+            return None
+        index, positions = planned
+        return index, [kept[p] for p in positions]
 
     def _try_nodes(self) -> tuple[str, list[Allocation]] | None:
         """YuniKorn's tryNodes and checkPreemptionPredicates: the nodes' checks in (start index,
@@ -427,7 +479,7 @@ class GuaranteedPreemptor:
         """Whether the ask's queue, once the chosen victims are gone, is over its guarantee in
         some type: then YuniKorn's additional victims never bring it within (each one they
         take only lowers its remaining guarantee) and the attempt fails."""
-        copies = _LazyCopies(self.snapshots)
+        copies = _LazyCopies(self.snapshots, self.victims.snapshot)
         ask_queue = copies.require(self.leaf.path)
         for victim in chosen:
             queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
@@ -440,7 +492,7 @@ class GuaranteedPreemptor:
         the ask's queue stays within its guarantee, and whether it ends within it (YuniKorn
         fails the attempt if not; :meth:`_short_of_guarantee` knows that beforehand). Reads every
         victim below the fence: only needed when the chosen node's victims do not cover the ask."""
-        copies = _LazyCopies(self.snapshots)
+        copies = _LazyCopies(self.snapshots, self.victims.snapshot)
         ask_queue = copies.require(self.leaf.path)
         wanted = self.ask.resource.view()
         seen = set()
@@ -452,7 +504,8 @@ class GuaranteedPreemptor:
         candidates = []
         for eligible, victim in self.victims.every():
             if victim.allocation_key not in seen:
-                self.queue_of[victim.allocation_key] = eligible.snapshot.path
+                self.queue_of[victim.allocation_key] = eligible.queue.path
+                self._leaf_of[victim.allocation_key] = eligible.queue
                 candidates.append(victim)
         candidates.sort(key=lambda a: (_score(a), -a.create_time_ns))
         extra: list[Allocation] = []
@@ -490,14 +543,18 @@ class _LazyCopies:
     """Copies of an attempt's snapshots, each made when first asked for (with its parents): a
     node's plan touches its victims' queues and the ask's, not every queue with victims."""
 
-    def __init__(self, snapshots: dict[str, QueueSnapshot]) -> None:
+    def __init__(self, snapshots: dict[str, QueueSnapshot],
+                 make: Callable[[str], QueueSnapshot | None] | None = None) -> None:
         self._snapshots = snapshots
+        self._make = make
         self._copies: dict[str, QueueSnapshot] = {}
 
     def get(self, path: str) -> QueueSnapshot | None:
         found = self._copies.get(path)
         if found is None:
             original = self._snapshots.get(path)
+            if original is None and self._make is not None:
+                original = self._make(path)
             if original is None:
                 return None
             found = original.duplicate(self._copies)

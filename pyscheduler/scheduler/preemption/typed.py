@@ -11,6 +11,14 @@ by type: a type's quantity depends on that type alone. What does depend on every
 an attempt, because it follows from the guarantees' key sets and the queue tree, not from
 usage. So this module works out the shape once per queue (:class:`TypedQueue`) and then plays
 the plan on short lists of integers, one per type of the ask, instead of dicts of every type.
+The shape outlives the attempt: it is kept until the tree's shape changes (:mod:`.memo`), and
+only a queue's usage is read again, when the queue's resources were replaced.
+
+**Twins.** The typed queues are mirrored in the native ``PlanQueues`` (``rust/core/src/plan.rs``),
+which plays a whole node's plan in one call; :class:`TypedPlan` is its pure-Python twin, used when
+``NATIVE_PLAN`` is off (each is the other's oracle in the tests). The native side computes in
+128-bit integers: quantities are int64 (a :class:`~pyscheduler.common.resources.Resource`
+saturates there), so no sum or difference of them can overflow it.
 
 The slow twin in ``tests/preemption_reference.py`` plans with the dict snapshots; the oracle
 test compares the two on random clusters.
@@ -19,79 +27,142 @@ test compares the two on random clusters.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from pyscheduler.scheduler.preemption.snapshot import QueueSnapshot
+from pyscheduler._native import PlanQueues
 
-__all__ = ["TypedPlan", "TypedQueue", "TypedQueues", "common_ancestor"]
+if TYPE_CHECKING:
+    from pyscheduler.objects.queue import Queue
+
+__all__ = ["NATIVE_PLAN", "TypedPlan", "TypedQueue", "TypedQueues", "common_ancestor"]
+
+#: Whether new typed queues are mirrored natively (tests turn it off to run the Python twin).
+NATIVE_PLAN = True
 
 #: Per type of the ask: the remaining guarantee's quantity, or None where it has no such type.
 Remaining = list[int | None]
 
 
 class TypedQueue:
-    """One queue's snapshot seen on the ask's types: its static shape, its usage when the
-    attempt started, and its usage in the plan under way (``current``, valid while ``stamp``
-    is the plan's)."""
+    """One queue seen on the ask's types: its static shape (from the tree and the guarantees,
+    as its snapshot would have it), its usage when the attempt started (``used``, refreshed
+    from the queue when its allocated or preempting resource was replaced), and its usage in
+    the plan under way (``current``, valid while ``stamp`` is the plan's)."""
 
-    __slots__ = ("current", "guaranteed", "merge", "none", "parent", "path", "stamp", "used")
+    __slots__ = ("_allocated", "_preempting", "checked", "current", "guaranteed", "index", "merge", "none",
+                 "on_path", "parent", "path", "queue", "stamp", "used")
 
-    def __init__(self, snapshot: QueueSnapshot, parent: TypedQueue | None, types: Sequence[str],
-                 parent_keys: frozenset[str] | None) -> None:
-        self.path = snapshot.path
+    def __init__(self, queue: Queue, parent: TypedQueue | None, types: Sequence[str],
+                 parent_keys: frozenset[str] | None, ask: Queue) -> None:
+        self.queue = queue
+        self.path = queue.path
         self.parent = parent
-        guaranteed = snapshot.guaranteed or {}
+        resource = queue.guaranteed
+        guaranteed = {} if resource is None else resource.view()
         self.guaranteed: list[int | None] = [guaranteed.get(t) for t in types]
-        used = snapshot.used()
-        self.used = [used.get(t, 0) for t in types]
+        #: This queue or an ancestor has a guarantee (QueueSnapshot.guarantee_on_path).
+        self.on_path: bool = bool(guaranteed) or (parent is not None and parent.on_path)
+        self._allocated: object = None
+        self._preempting: object = None
+        self.used: list[int] = []
         self.current = self.used
         self.stamp = 0
+        self.checked = 0
+        #: Its index in the native twin (-1: not mirrored).
+        self.index = -1
+        self.refresh(types)
         self.merge = False
         self.none = False
-        ask = snapshot.ask_queue
-        if not snapshot.guarantee_on_path or (not parent_keys and not guaranteed):
+        # Root's snapshot does not know the ask's queue (victims.Victims): only below root.
+        ask_guaranteed = ask.guaranteed
+        knows_ask = parent is not None
+        if not self.on_path or (not parent_keys and not guaranteed):
             self.none = True
-        elif ask is not None and ask.path == snapshot.path and guaranteed:
+        elif knows_ask and ask.path == queue.path and guaranteed:
             self.merge = True
-        elif ask is not None and guaranteed and ask.path.startswith(snapshot.path) and ask.guaranteed:
+        elif (knows_ask and guaranteed and ask.path.startswith(queue.path) and ask_guaranteed is not None
+              and len(ask_guaranteed)):
             self.none = True  # Go's strings.HasPrefix, as in remaining_guaranteed
 
-    def keys(self, parent_keys: frozenset[str] | None, snapshot: QueueSnapshot) -> frozenset[str] | None:
+    def refresh(self, types: Sequence[str]) -> bool:
+        """``used`` again from the queue, unless its resources are the ones it was made from
+        (a queue replaces them on every change, never mutates them); whether it changed."""
+        queue = self.queue
+        allocated, preempting = queue.allocated, queue.preempting
+        if allocated is self._allocated and preempting is self._preempting:
+            return False
+        self._allocated, self._preempting = allocated, preempting
+        held, freeing = allocated.view(), preempting.view()
+        # QueueSnapshot.used: allocated minus preempting, over allocated's types.
+        self.used = [held[t] - freeing.get(t, 0) if t in held else 0 for t in types]
+        return True
+
+    def keys(self, parent_keys: frozenset[str] | None) -> frozenset[str] | None:
         """The types of this queue's remaining guarantee (None: it is None), for its children."""
         if self.none:
             return None
-        own = frozenset(snapshot.guaranteed or {})
+        resource = self.queue.guaranteed
+        own = frozenset(() if resource is None else resource.view())
         return own if parent_keys is None else own | parent_keys
 
 
 class TypedQueues:
-    """The typed queues of one attempt, made from its (unchanging) original snapshots."""
+    """The typed queues for asks of one leaf on one set of types, made when first needed and
+    kept across attempts while the tree's shape stays (:mod:`.memo`); :meth:`begin` starts an
+    attempt, after which each queue's usage is checked against the queue once."""
 
-    def __init__(self, snapshots: Mapping[str, QueueSnapshot], types: Sequence[str]) -> None:
-        self._snapshots = snapshots
+    def __init__(self, ask: Queue, types: Sequence[str]) -> None:
+        self.ask = ask
         self.types = list(types)
         self._made: dict[str, tuple[TypedQueue, frozenset[str] | None]] = {}
+        self._attempt = next(_attempts)
+        #: The native twin (None: the Python twin plans).
+        self.native: PlanQueues | None = PlanQueues(len(self.types)) if NATIVE_PLAN else None
 
-    def get(self, path: str) -> TypedQueue | None:
-        made = self._made.get(path)
-        if made is None:
-            snapshot = self._snapshots.get(path)
-            if snapshot is None:
-                return None
-            made = self._make(snapshot)
-        return made[0]
+    def begin(self) -> None:
+        """A new attempt: the queues' usage may have changed since the last one."""
+        self._attempt = next(_attempts)
 
-    def _make(self, snapshot: QueueSnapshot) -> tuple[TypedQueue, frozenset[str] | None]:
-        made = self._made.get(snapshot.path)
-        if made is not None:
+    def get(self, queue: Queue) -> TypedQueue:
+        made = self._made.get(queue.path)
+        if made is None or made[0].queue is not queue:
+            made = self._make(queue)
+        typed = made[0]
+        attempt = self._attempt
+        walk: TypedQueue | None = typed
+        while walk is not None and walk.checked != attempt:
+            walk.checked = attempt
+            if walk.refresh(self.types):
+                self._mirror_usage(walk)
+            walk = walk.parent
+        return typed
+
+    def _mirror(self, typed: TypedQueue) -> None:
+        native = self.native
+        if native is not None:
+            parent = typed.parent
+            typed.index = native.add(None if parent is None else parent.index, typed.guaranteed, typed.none, typed.merge)
+            native.set_used(typed.index, typed.used)
+
+    def _mirror_usage(self, typed: TypedQueue) -> None:
+        if self.native is not None:
+            self.native.set_used(typed.index, typed.used)
+
+    def _make(self, queue: Queue) -> tuple[TypedQueue, frozenset[str] | None]:
+        made = self._made.get(queue.path)
+        if made is not None and made[0].queue is queue:
             return made
-        parent, parent_keys = self._make(snapshot.parent) if snapshot.parent is not None else (None, None)
-        queue = TypedQueue(snapshot, parent, self.types, parent_keys)
-        made = (queue, queue.keys(parent_keys, snapshot))
-        self._made[snapshot.path] = made
+        parent, parent_keys = self._make(queue.parent) if queue.parent is not None else (None, None)
+        typed = TypedQueue(queue, parent, self.types, parent_keys, self.ask)
+        typed.checked = self._attempt
+        self._mirror(typed)
+        made = (typed, typed.keys(parent_keys))
+        self._made[queue.path] = made
         return made
 
 
+_attempts = itertools.count(1)
 _stamps = itertools.count(1)
 
 

@@ -21,6 +21,12 @@ most) and answers "is this allocation a victim" per allocation, so an attempt lo
 allocations of the nodes it plans and of the leaves it needs, not at every allocation of the
 partition. Its order of victims is YuniKorn's collection order made deterministic: leaves
 depth-first with children by name, applications by id, allocations by key.
+
+**Across attempts.** Whether a leaf is within its guarantee depends only on the usage of the
+queues with a guarantee on its path (and on the tree's shape and the ask's leaf, which the
+caller's memo is kept for: :mod:`.memo`); a leaf's verdict is reused while those usages are the
+ones it was made from, so an attempt builds snapshots only for the queues whose numbers it
+actually plays with (:meth:`Victims.snapshot`).
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ if TYPE_CHECKING:
     from pyscheduler.objects.node import Node
     from pyscheduler.objects.queue import Queue
 
-__all__ = ["EligibleLeaf", "Victims", "fence_root"]
+__all__ = ["EligibleLeaf", "Verdict", "Verdicts", "Victims", "fence_root"]
 
 
 def fence_root(leaf: Queue, ask: Allocation, priorities: dict[str, int]) -> Queue:
@@ -81,20 +87,61 @@ class EligibleLeaf:
     """A leaf whose allocations may be victims, and the priority they must not exceed."""
 
     queue: Queue
-    snapshot: QueueSnapshot
     #: None below a priority fence: any priority.
     max_priority: int | None
     #: The leaf's place in the depth-first walk (children by name): its path's names.
     rank: tuple[str, ...]
 
 
+@dataclass(eq=False, slots=True)
+class Verdict:
+    """A leaf's judgement kept across attempts for asks of one leaf (see the module doc): its
+    eligibility for one fence root and ask priority (``context``) while it has applications,
+    and whether it is over its guarantee, both made from the allocated and preempting resources
+    of the queues with a guarantee on its path (``guarded``: the tree's shape fixes them)."""
+
+    queue: Queue
+    guarded: tuple[Queue, ...]
+    made_from: tuple[object, ...] | None = None
+    over: bool = False
+    context: tuple[str, int] | None = None
+    has_applications: bool = False
+    eligible: EligibleLeaf | None = None
+
+    @classmethod
+    def of(cls, queue: Queue) -> Verdict:
+        guarded = []
+        walk: Queue | None = queue
+        while walk is not None:
+            guaranteed = walk.guaranteed
+            if guaranteed is not None and len(guaranteed):
+                guarded.append(walk)
+            walk = walk.parent
+        return cls(queue, tuple(guarded))
+
+    def inputs(self) -> tuple[object, ...]:
+        """What the verdict is made from, as the queues are now (compared by identity first:
+        a queue replaces its resources on every change)."""
+        guarded = self.guarded
+        if len(guarded) == 1:
+            return guarded[0].allocated, guarded[0].preempting
+        return tuple([r for q in guarded for r in (q.allocated, q.preempting)])
+
+
+#: Leaf path -> its verdict (:class:`Verdict`).
+Verdicts = dict[str, Verdict]
+
+
 class Victims:
     """The eligible victims of one attempt (see the module doc) and the queue snapshots the
-    attempt plays with: ``snapshots`` holds the ask's leaf and its ancestors, and each leaf
-    found eligible with its ancestors. A leaf is judged when first met (from a node's
-    allocation or the depth-first walk), once per attempt."""
+    attempt plays with: ``snapshots`` holds the ask's leaf and its ancestors, and the eligible
+    leaves whose snapshots were asked for (:meth:`snapshot`) or judged without a kept verdict,
+    with their ancestors. A leaf is judged when first met (from a node's allocation or the
+    depth-first walk), once per attempt; ``verdicts`` are the ones kept from earlier attempts
+    for the same ask leaf (:mod:`.memo`), updated in place."""
 
-    def __init__(self, leaf: Queue, ask: Allocation, applications: Mapping[str, Application]) -> None:
+    def __init__(self, leaf: Queue, ask: Allocation, applications: Mapping[str, Application],
+                 verdicts: Verdicts | None = None) -> None:
         self.ask = ask
         self.ask_path = leaf.path
         self.applications = applications
@@ -111,6 +158,16 @@ class Victims:
         self._seen: dict[str, tuple[int, bool] | None] = {self.fence.path: (self._priorities[self.fence.path], False)}
         #: Leaf path -> its eligibility, judged once.
         self._judged: dict[str, EligibleLeaf | None] = {}
+        #: What a kept eligibility depends on besides usage.
+        self._context = (self.fence.path, ask.priority)
+        #: Verdicts kept across attempts for this ask's leaf (see the module doc).
+        self._verdicts: Verdicts = {} if verdicts is None else verdicts
+        #: The queues whose snapshots this attempt may need: the ask's path, the eligible leaves.
+        self._queues: dict[str, Queue] = {}
+        walk: Queue | None = leaf
+        while walk is not None:
+            self._queues[walk.path] = walk
+            walk = walk.parent
         #: Application id -> its leaf's eligibility (the application and its queue as first met).
         self._by_app: dict[str, tuple[Application, EligibleLeaf] | None] = {}
         #: The ask's resource types (a victim must hold one of them).
@@ -157,22 +214,57 @@ class Victims:
         return queue.path.startswith(fence_path + ".") or self.fence.parent is None
 
     def _judge(self, queue: Queue) -> EligibleLeaf | None:
-        """The leaf's eligibility (see the module doc), judged once per attempt."""
+        """The leaf's eligibility (see the module doc), judged once per attempt: the kept one
+        while nothing it depends on changed."""
         path = queue.path
         if path in self._judged:
             return self._judged[path]
-        eligible: EligibleLeaf | None = None
-        if (path != self.ask_path and queue.preemption_policy is not PreemptionPolicy.DISABLED and queue.applications
-                and self._below_fence(queue)):
-            seen = self._seen_from(queue)
-            if seen is not None:
-                snapshot = _snapshot_of(queue, self.snapshots, self.ask_path)
-                remaining = snapshot.remaining_guaranteed()
-                if remaining is None or not not_negative(remaining):  # not within its guarantee
-                    priority, fenced = seen
-                    eligible = EligibleLeaf(queue, snapshot, None if fenced else priority, tuple(path.split(".")))
+        verdict = self._verdicts.get(path)
+        if verdict is None or verdict.queue is not queue:
+            verdict = self._verdicts[path] = Verdict.of(queue)
+        inputs = verdict.inputs()
+        has_applications = bool(queue.applications)
+        if (verdict.context != self._context or verdict.made_from != inputs
+                or verdict.has_applications != has_applications):
+            verdict.eligible = self._judge_now(queue, verdict, inputs)
+            verdict.context, verdict.has_applications = self._context, has_applications
+        eligible = verdict.eligible
+        if eligible is not None:
+            self._queues[path] = queue
         self._judged[path] = eligible
         return eligible
+
+    def _judge_now(self, queue: Queue, verdict: Verdict, inputs: tuple[object, ...]) -> EligibleLeaf | None:
+        path = queue.path
+        if (path == self.ask_path or queue.preemption_policy is PreemptionPolicy.DISABLED or not queue.applications
+                or not self._below_fence(queue)):
+            return None
+        seen = self._seen_from(queue)
+        if seen is None:
+            return None
+        if verdict.made_from != inputs:
+            # Not within its guarantee: worked out on the queue's snapshot.
+            remaining = _snapshot_of(queue, self.snapshots, self.ask_path).remaining_guaranteed()
+            verdict.over = remaining is None or not not_negative(remaining)
+            verdict.made_from = inputs
+        if not verdict.over:
+            return None
+        priority, fenced = seen
+        return EligibleLeaf(queue, None if fenced else priority, tuple(path.split(".")))
+
+    def queue(self, path: str) -> Queue | None:
+        """A queue on the ask's path or an eligible leaf met so far."""
+        return self._queues.get(path)
+
+    def snapshot(self, path: str) -> QueueSnapshot | None:
+        """The snapshot of a queue on the ask's path or of an eligible leaf met so far (made
+        when first asked for: within an attempt nothing changes)."""
+        found = self.snapshots.get(path)
+        if found is None:
+            queue = self._queues.get(path)
+            if queue is not None:
+                found = _snapshot_of(queue, self.snapshots, self.ask_path)
+        return found
 
     # -- questions ------------------------------------------------------------------------------
 
@@ -236,3 +328,22 @@ class Victims:
                 found.append((eligible, alloc))
         found.sort(key=lambda pair: (pair[0].rank, pair[1].application_id, pair[1].allocation_key))
         return found
+
+    def on_node_for_plan(self, node: Node) -> list[tuple[EligibleLeaf, Allocation]]:
+        """The node's victims with their leaves in a node plan's order: the guaranteed-share
+        order (:func:`.ordering.sort_for_node`: opted in first, then not originators, newest
+        first), ties in the order of :meth:`every`; one sort instead of both in turn."""
+        by_app = self._by_app
+        keyed = []
+        for alloc in node.allocations.values():
+            app_id = alloc.application_id
+            known = by_app[app_id] if app_id in by_app else by_app.setdefault(app_id, self._app_leaf(app_id))
+            if known is None:
+                continue
+            app, eligible = known
+            if app.allocations.get(alloc.allocation_key) is not alloc or not self._accepts(eligible, alloc):
+                continue
+            keyed.append(((not alloc.allow_preempt_self, alloc.originator, -alloc.create_time_ns, eligible.rank,
+                           app_id, alloc.allocation_key), eligible, alloc))
+        keyed.sort(key=lambda entry: entry[0])
+        return [(eligible, alloc) for _, eligible, alloc in keyed]

@@ -15,6 +15,8 @@ pub enum CoreError {
     StreamAttach(&'static str),
     /// A system call on a stream's socket failed.
     Io(String),
+    /// A preemption plan's input does not hold together (lengths, unknown queues).
+    InvalidPlan(&'static str),
 }
 
 impl fmt::Display for CoreError {
@@ -29,6 +31,7 @@ impl fmt::Display for CoreError {
             CoreError::Stopped => write!(f, "the event system is stopped"),
             CoreError::StreamAttach(why) => write!(f, "cannot attach the stream: {why}"),
             CoreError::Io(why) => write!(f, "stream socket: {why}"),
+            CoreError::InvalidPlan(why) => write!(f, "preemption plan: {why}"),
         }
     }
 }

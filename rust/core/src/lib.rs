@@ -12,12 +12,14 @@
 //! - [`stream`]: the stream writer: every byte of a stream's body (history, live events from
 //!   one thread for all streams, the closing line), with one write deadline.
 //! - [`nodes`]: the node index: nodes ordered by (score, id), incremental re-scoring.
+//! - [`plan`]: a node's guaranteed-share preemption plan on the ask's resource types.
 
 pub mod error;
 pub mod stream;
 pub mod interner;
 pub mod nodes;
 pub mod payload;
+pub mod plan;
 pub mod pipeline;
 pub mod record;
 pub mod ring;

@@ -36,7 +36,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 pub fn to_py(err: CoreError) -> PyErr {
     let message = err.to_string();
     match err {
-        CoreError::InvalidField { .. } | CoreError::StreamAttach(_) => PyValueError::new_err(message),
+        CoreError::InvalidField { .. } | CoreError::StreamAttach(_) | CoreError::InvalidPlan(_) => {
+            PyValueError::new_err(message)
+        }
         CoreError::Io(_) => PyOSError::new_err(message),
         CoreError::StartOutOfRange { start, lowest, highest } => {
             EventIdOutOfRangeError::new_err((message, start, lowest, highest))

@@ -7,6 +7,7 @@
 mod errors;
 mod event_store;
 mod node_index;
+mod plan;
 
 use pyo3::prelude::*;
 
@@ -18,6 +19,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event_store::StreamTicket>()?;
     m.add_class::<event_store::StreamOutcome>()?;
     m.add_class::<node_index::NodeIndex>()?;
+    m.add_class::<plan::PlanQueues>()?;
     errors::register(m)?;
     Ok(())
 }
