@@ -14,7 +14,7 @@
     allocations up to 0-2 vcores free, 3-vcore asks: no node fits, and the chosen node's victims
     often do not cover the ask without its free room, which makes YuniKorn's additional victims
     count). Per attempt, the time the cycle measures; median, p99 and max (target: p99 under
-    5 ms).
+    5 ms on the uniform cluster, the issue's shape; the fragmented one has no target).
 (b) **Scheduling with preemption armed but never needed**: the scheduling benchmark's
     many-queues shape (fair, 1,000 nodes, 10,000 asks, events on, threaded) with every leaf
     guaranteed a share and every ask allowed to preempt, partition preemption on vs off;
@@ -47,13 +47,16 @@ PARENTS: Final = 10
 LEAVES_PER_PARENT: Final = 10
 ATTEMPTS: Final = 300
 QUICK_ATTEMPTS: Final = 40
-#: The fragmented cluster's attempts read every victim (see the module doc): fewer of them.
+#: The fragmented cluster's attempts are slower (additional victims, see the module doc): fewer of them.
 FRAGMENTED_ATTEMPTS: Final = 60
 REPEATS: Final = 5
 TARGET_P99_MS: Final = 5.0
 TARGET_RATIO: Final = 0.95
 RM_ID: Final = "bench-preemption"
 CLUSTERS: Final = ("uniform", "fragmented")
+#: The issue's shape; the fragmented cluster shows the path where YuniKorn's final trim needs
+#: its additional victims (no target: see docs/preemption.md, "The slow case").
+TARGET_CLUSTER: Final = "uniform"
 
 
 class RecordingHistogram(LatencyHistogram):
@@ -257,7 +260,8 @@ def format_report(report: PreemptionReport) -> str:
             f"decision, {cluster}: {report.nodes:,} nodes, {int(d['allocations']):,} allocations in 100 leaves, "
             f"{int(d['attempts'])} attempts ({int(d['preemptions'])} preemptions, {int(d['victims'])} victims)",
             f"median {d['median']:.2f} ms, p99 {d['p99']:.2f} ms, max {d['max']:.2f} ms",
-            f"p99 < {TARGET_P99_MS:g} ms: {met(d['p99'] < TARGET_P99_MS)}"])
+            f"p99 < {TARGET_P99_MS:g} ms: {met(d['p99'] < TARGET_P99_MS)}" if cluster == TARGET_CLUSTER
+            else "none: YuniKorn's additional victims (docs/preemption.md)"])
     on, off = report.median_rate(PREEMPTION_ON_SHAPE), report.median_rate(PREEMPTION_OFF_SHAPE)
     rows.append(["scheduling, many queues, preemption armed but never needed: on / off (threaded, median)",
                  f"{_rate(on)} / {_rate(off)} allocations/s: {fmt_ratio(report.ratio())}",

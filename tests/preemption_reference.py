@@ -26,6 +26,7 @@ from pyscheduler.scheduler.preemption.guaranteed import (
     _over_guarantee,
     _reduces_shortfall,
     _remove_if_over,
+    _score,
     _trim,
 )
 from pyscheduler.scheduler.preemption.ordering import shares_a_type
@@ -133,6 +134,13 @@ class ReferencePreemptor(GuaranteedPreemptor):
         for index, node_id, victims in checks:
             victims_by_node[node_id] = victims
             yield _Check(node_id, tuple(v.allocation_key for v in victims), index)
+
+    def _additional_victims(self, chosen: list[Allocation]) -> tuple[list[Allocation], bool]:
+        """YuniKorn's calculateAdditionalVictims as it reads: every victim below the fence,
+        sorted (score, newest first; stable over the collection order), then the same loop."""
+        every = list(self.victims.every())
+        every.sort(key=lambda pair: (_score(pair[1]), -pair[1].create_time_ns))
+        return self._take_additional(chosen, every)
 
     def try_preemption(self) -> PreemptionPlan | str:
         if not self._queue_check():

@@ -52,7 +52,7 @@ from pyscheduler.scheduler.preemption.snapshot import (
 )
 from pyscheduler.scheduler.preemption.memo import PreemptionMemo
 from pyscheduler.scheduler.preemption.typed import TypedPlan, TypedQueue, TypedQueues, common_ancestor
-from pyscheduler.scheduler.preemption.victims import Victims
+from pyscheduler.scheduler.preemption.victims import EligibleLeaf, Victims
 from pyscheduler.si.callback import PredicatesFunc, PreemptionPredicatesFunc, check_predicates
 from pyscheduler.si.messages import PredicatesArgs, PreemptionPredicatesArgs
 
@@ -488,10 +488,18 @@ class GuaranteedPreemptor:
         return _over_guarantee(ask_queue, self.ask.resource.view())
 
     def _additional_victims(self, chosen: list[Allocation]) -> tuple[list[Allocation], bool]:
-        """YuniKorn's calculateAdditionalVictims: victims from anywhere below the fence while
-        the ask's queue stays within its guarantee, and whether it ends within it (YuniKorn
-        fails the attempt if not; :meth:`_short_of_guarantee` knows that beforehand). Reads every
-        victim below the fence: only needed when the chosen node's victims do not cover the ask."""
+        """YuniKorn's calculateAdditionalVictims: victims from anywhere below the fence, oldest
+        last, while the ask's queue stays within its guarantee, and whether it ends within it
+        (YuniKorn fails the attempt if not; :meth:`_short_of_guarantee` knows that beforehand).
+        Only needed when the chosen node's victims do not cover the ask. YuniKorn reads and sorts
+        every victim below the fence; here the leaves' age orders are merged lazily
+        (:meth:`.victims.Victims.in_age_order`), so the loop reads only the victims it looks at
+        before the ask's queue would go over its guarantee."""
+        return self._take_additional(chosen, self.victims.in_age_order(self._memo.orders))
+
+    def _take_additional(self, chosen: list[Allocation],
+                         ordered: Iterable[tuple[EligibleLeaf, Allocation]]) -> tuple[list[Allocation], bool]:
+        """The loop of :meth:`_additional_victims` over victims in YuniKorn's order."""
         copies = _LazyCopies(self.snapshots, self.victims.snapshot)
         ask_queue = copies.require(self.leaf.path)
         wanted = self.ask.resource.view()
@@ -501,16 +509,14 @@ class GuaranteedPreemptor:
             if queue is not None:
                 queue.remove_allocation(victim.resource)
                 seen.add(victim.allocation_key)
-        candidates = []
-        for eligible, victim in self.victims.every():
-            if victim.allocation_key not in seen:
-                self.queue_of[victim.allocation_key] = eligible.queue.path
-                self._leaf_of[victim.allocation_key] = eligible.queue
-                candidates.append(victim)
-        candidates.sort(key=lambda a: (_score(a), -a.create_time_ns))
         extra: list[Allocation] = []
-        for victim in candidates:
-            queue = copies.get(self.queue_of[victim.allocation_key])
+        for eligible, victim in ordered:
+            key = victim.allocation_key
+            if key in seen:
+                continue
+            self.queue_of[key] = eligible.queue.path
+            self._leaf_of[key] = eligible.queue
+            queue = copies.get(eligible.queue.path)
             if queue is not None and _remove_if_over(queue, victim, wanted):
                 ask_before = ask_queue.remaining_guaranteed()
                 ask_queue.add_allocation(victim.resource)

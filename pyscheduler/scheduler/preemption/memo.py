@@ -7,7 +7,10 @@ memo (under its lock, as every attempt runs) holding, per leaf that asked:
 
 - the leaves' verdicts (:data:`.victims.Verdicts`), each with the usage it was made from;
 - the typed queues (:class:`.typed.TypedQueues`) per set of ask types, which read a queue's usage
-  again when the queue's resources were replaced.
+  again when the queue's resources were replaced;
+
+and, for every asking leaf, each leaf's allocations in age order (:class:`.victims.LeafOrders`,
+for YuniKorn's additional victims), made again for a leaf whose allocations changed.
 
 Both also depend on the tree's shape: queues, guarantees, maxes, properties. Any change of those
 (:func:`pyscheduler.objects.queue.queue_shape_version`) starts the memo again. Decisions are the
@@ -23,7 +26,7 @@ from typing import TYPE_CHECKING, Final
 
 from pyscheduler.objects.queue import queue_shape_version
 from pyscheduler.scheduler.preemption.typed import TypedQueues
-from pyscheduler.scheduler.preemption.victims import Verdicts
+from pyscheduler.scheduler.preemption.victims import LeafOrders, Verdicts
 
 if TYPE_CHECKING:
     from pyscheduler.objects.queue import Queue
@@ -40,6 +43,8 @@ TYPE_SETS: Final = 8
 class AskLeafMemo:
     """What attempts for asks of one leaf keep."""
 
+    #: The partition's leaf orders (shared by every asking leaf).
+    orders: LeafOrders = field(default_factory=LeafOrders)
     verdicts: Verdicts = field(default_factory=dict)
     typed: dict[tuple[str, ...], TypedQueues] = field(default_factory=dict)
 
@@ -63,15 +68,17 @@ class PreemptionMemo:
     def __init__(self) -> None:
         self._shape = -1
         self._leaves: dict[str, AskLeafMemo] = {}
+        self._orders = LeafOrders()
 
     def for_ask_leaf(self, leaf: Queue) -> AskLeafMemo:
         shape = queue_shape_version()
         if shape != self._shape:
             self._leaves.clear()
+            self._orders = LeafOrders()
             self._shape = shape
         found = self._leaves.pop(leaf.path, None)
         if found is None:
-            found = AskLeafMemo()
+            found = AskLeafMemo(self._orders)
         self._leaves[leaf.path] = found
         if len(self._leaves) > ASK_LEAVES:
             del self._leaves[next(iter(self._leaves))]

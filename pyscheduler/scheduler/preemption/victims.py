@@ -31,6 +31,7 @@ actually plays with (:meth:`Victims.snapshot`).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from pyscheduler.objects.node import Node
     from pyscheduler.objects.queue import Queue
 
-__all__ = ["EligibleLeaf", "Verdict", "Verdicts", "Victims", "fence_root"]
+__all__ = ["EligibleLeaf", "LeafOrders", "Verdict", "Verdicts", "Victims", "fence_root"]
 
 
 def fence_root(leaf: Queue, ask: Allocation, priorities: dict[str, int]) -> Queue:
@@ -130,6 +131,31 @@ class Verdict:
 
 #: Leaf path -> its verdict (:class:`Verdict`).
 Verdicts = dict[str, Verdict]
+
+#: An allocation's place in a leaf's age order: (did not opt in, originator, minus its creation
+#: time, application id, allocation key) and the allocation.
+_Aged = tuple[bool, bool, int, str, str, "Allocation"]
+
+
+class LeafOrders:
+    """Each leaf's allocations in the guaranteed-share age order (opted in first, then not
+    originators, newest first; ties by application id and key), kept across attempts while the
+    leaf's allocated resource is the one the order was made from (a leaf replaces it whenever
+    an allocation is added, removed or resized). Which of them are victims is decided when read:
+    being preempted, the ask's priority and types change without the leaf's usage."""
+
+    def __init__(self) -> None:
+        self._orders: dict[str, tuple[Queue, object, list[_Aged]]] = {}
+
+    def of(self, queue: Queue) -> list[_Aged]:
+        kept = self._orders.get(queue.path)
+        if kept is not None and kept[0] is queue and kept[1] is queue.allocated:
+            return kept[2]
+        order = [(not alloc.allow_preempt_self, alloc.originator, -alloc.create_time_ns, app_id, key, alloc)
+                 for app_id, app in queue.applications.items() for key, alloc in app.allocations.items()]
+        order.sort(key=lambda aged: aged[:5])
+        self._orders[queue.path] = (queue, queue.allocated, order)
+        return order
 
 
 class Victims:
@@ -318,6 +344,24 @@ class Victims:
         for eligible in self.leaves:
             for alloc in self.in_leaf(eligible):
                 yield eligible, alloc
+
+    def in_age_order(self, orders: LeafOrders) -> Iterator[tuple[EligibleLeaf, Allocation]]:
+        """Every victim with its leaf in YuniKorn's order for additional victims: the age order
+        of :class:`LeafOrders`, ties in the order of :meth:`every` (the same as sorting what
+        :meth:`every` yields, stably, by that order), merged from the leaves lazily: a caller that
+        stops early reads little."""
+        merged = heapq.merge(*(self._aged_stream(eligible, orders) for eligible in self.leaves),
+                             key=lambda entry: entry[0])
+        for _, eligible, alloc in merged:
+            if self._accepts(eligible, alloc):
+                yield eligible, alloc
+
+    @staticmethod
+    def _aged_stream(eligible: EligibleLeaf, orders: LeafOrders
+                     ) -> Iterator[tuple[tuple[bool, bool, int, tuple[str, ...], str, str], EligibleLeaf, Allocation]]:
+        rank = eligible.rank
+        for opted_out, originator, age, app_id, key, alloc in orders.of(eligible.queue):
+            yield (opted_out, originator, age, rank, app_id, key), eligible, alloc
 
     def on_node(self, node: Node) -> list[tuple[EligibleLeaf, Allocation]]:
         """The node's victims with their leaves, in the order of :meth:`every`."""
