@@ -80,6 +80,8 @@ class PreemptionReport:
     decisions: dict[str, dict[str, float]] = field(default_factory=dict)
     #: Shape -> allocations/s of each repeat (threaded).
     rates: dict[str, list[float]] = field(default_factory=dict)
+    #: Shape -> allocations/s of the same repeats in lockstep (one thread, no waits).
+    lockstep: dict[str, list[float]] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
 
     def median_rate(self, shape: str) -> float | None:
@@ -88,9 +90,13 @@ class PreemptionReport:
     def ratio(self) -> float | None:
         return rate_ratio(self.rates, PREEMPTION_ON_SHAPE, PREEMPTION_OFF_SHAPE)
 
+    def lockstep_ratio(self) -> float | None:
+        return rate_ratio(self.lockstep, PREEMPTION_ON_SHAPE, PREEMPTION_OFF_SHAPE)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["ratio"] = self.ratio()
+        data["lockstep_ratio"] = self.lockstep_ratio()
         return data
 
     def format(self) -> str:
@@ -232,7 +238,8 @@ def measure_decisions(cluster: str, nodes: int, attempts: int, progress: Callabl
 
 def measure_scheduling(report: PreemptionReport, quick: bool, progress: Callable[[str], None]) -> None:
     alternating_rates((PREEMPTION_ON_SHAPE, PREEMPTION_OFF_SHAPE), quick=quick, repeats=1 if quick else REPEATS,
-                      family="preemption", rates=report.rates, failures=report.failures, progress=progress, swap=True)
+                      family="preemption", rates=report.rates, failures=report.failures, progress=progress, swap=True,
+                      lockstep=report.lockstep)
 
 
 def run(*, quick: bool = False, progress: Callable[[str], None] | None = None) -> PreemptionReport:
@@ -266,7 +273,12 @@ def format_report(report: PreemptionReport) -> str:
     rows.append(["scheduling, many queues, preemption armed but never needed: on / off (threaded, median)",
                  f"{_rate(on)} / {_rate(off)} allocations/s: {fmt_ratio(report.ratio())}",
                  f">= {TARGET_RATIO:g}x: {met((report.ratio() or 0) >= TARGET_RATIO)}"])
-    runs = ", ".join(f"{shape}: {', '.join(f'{r:,.0f}' for r in rates)}" for shape, rates in report.rates.items())
+    on_l, off_l = median_rate(report.lockstep, PREEMPTION_ON_SHAPE), median_rate(report.lockstep, PREEMPTION_OFF_SHAPE)
+    rows.append(["the same runs in lockstep (one thread, no waits; median)",
+                 f"{_rate(on_l)} / {_rate(off_l)} allocations/s: {fmt_ratio(report.lockstep_ratio())}", ""])
+    runs = "; ".join(f"{shape}: {', '.join(f'{r:,.0f}' for r in rates)}" for shape, rates in report.rates.items())
+    runs_lockstep = "; ".join(f"{shape}: {', '.join(f'{r:,.0f}' for r in rates)}"
+                              for shape, rates in report.lockstep.items())
     parts = [
         "## Preemption",
         "",
@@ -277,7 +289,7 @@ def format_report(report: PreemptionReport) -> str:
         "",
         format_table(["what", "result", "target"], rows, align="lll"),
         "",
-        f"Scheduling runs (allocations/s): {runs or 'none'}.",
+        f"Scheduling runs (allocations/s), threaded: {runs or 'none'}; lockstep: {runs_lockstep or 'none'}.",
     ]
     if report.failures:
         parts += ["", "FAILURES:", *(f"- {f}" for f in report.failures)]

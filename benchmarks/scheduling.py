@@ -537,11 +537,12 @@ def run_worker(policy: str, nodes: int, asks: int, ordering: str, timeout: float
 
 def alternating_rates(shapes: Sequence[str], *, quick: bool, repeats: int, family: str,
                       rates: dict[str, list[float]], failures: list[str], progress: Callable[[str], None],
-                      swap: bool = False) -> None:
+                      swap: bool = False, lockstep: dict[str, list[float]] | None = None) -> None:
     """Threaded allocations/s of many-queues shape variants (fair, native), each run in a fresh
     subprocess, ``repeats`` times in turn (``swap``: the order reversed every other repeat, so
     neither variant always runs first); each run's rate goes to ``rates[shape]``, a failed run
-    to ``failures``."""
+    to ``failures``; the same run's lockstep rate (one thread, no waits: much less noise) to
+    ``lockstep[shape]`` when given."""
     nodes = QUICK_MANY_NODES if quick else MANY_NODES
     asks = QUICK_MANY_ASKS if quick else MANY_ASKS
     for repeat in range(repeats):
@@ -558,6 +559,8 @@ def alternating_rates(shapes: Sequence[str], *, quick: bool, repeats: int, famil
                 failures.append(f"scheduling {shape}: {threaded['error']}")
                 continue
             rates.setdefault(shape, []).append(threaded["rate"])
+            if lockstep is not None and not sample["lockstep"]["error"]:
+                lockstep.setdefault(shape, []).append(sample["lockstep"]["rate"])
 
 
 def median_rate(rates: dict[str, list[float]], shape: str) -> float | None:
