@@ -1,10 +1,11 @@
 # pyscheduler: the README's commands. Every target sets up what it needs on a fresh machine.
 #   make serve   the REST service (YuniKorn's /ws/v1 API) on 127.0.0.1:9080 with the demo cluster
 #   make test    venv + pinned deps, release build of the Rust extension, wheels, cargo test,
-#                type checks (mypy strict, stubtest), import layers (import-linter), pytest
+#                type checks (mypy strict, stubtest), import layers (import-linter), the
+#                Kubernetes test binaries (built once per machine, see k8s-tools), pytest
 #   make bench   the benchmarks (docs/benchmarks.md records their figures)
 #   make loadtest  locust against a served demo scheduler on 127.0.0.1, bounded (30 s by default)
-#   make wheels  the pyscheduler and pyscheduler-web wheels into dist/
+#   make wheels  the pyscheduler, pyscheduler-web and pyscheduler-k8s wheels into dist/
 #   make k8s-tools  etcd, kube-apiserver and kwok for the Kubernetes tests, into ~/.cache/pyscheduler/ (once:
 #                about 11 min on 2 cores; see shared/spec/kubernetes.md)
 #   make k8s-smoke  a real control plane on loopback: a fake node, a pod bound and Running
@@ -18,7 +19,7 @@ STAMP := $(VENV)/.requirements-installed
 NATIVE_SOURCES := $(shell find rust -name '*.rs' -o -name Cargo.toml) Cargo.toml pyproject.toml
 NATIVE_STAMP := $(VENV)/.native-built
 WEB_STAMP := $(VENV)/.web-installed
-WEB_SOURCES := web/pyproject.toml
+WEB_SOURCES := web/pyproject.toml k8s/pyproject.toml
 # Pytest options can be added on the command line: make test PYTEST_ARGS="-k ring -x"
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
@@ -44,12 +45,13 @@ $(NATIVE_STAMP): $(STAMP) $(NATIVE_SOURCES)
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(BIN)):$$PATH $(BIN)/maturin develop --release --quiet
 	touch $@
 
-# The REST service package, installed editable into .venv (its dependencies are pinned in
-# requirements/dev.txt, hence --no-deps; the core is the editable build above).
+# The REST service and Kubernetes shim packages, installed editable into .venv (their
+# dependencies are pinned in requirements/dev.txt, hence --no-deps; the core is the editable
+# build above).
 web: $(WEB_STAMP)
 
 $(WEB_STAMP): $(NATIVE_STAMP) $(WEB_SOURCES)
-	$(BIN)/pip install --quiet --no-deps -e web
+	$(BIN)/pip install --quiet --no-deps -e web -e k8s
 	touch $@
 
 # The demo: the default configuration and the built-in simulated RM keeping a small cluster
@@ -61,13 +63,13 @@ serve: build web
 # install the core into an empty virtual environment without any index.
 wheels: $(STAMP)
 	$(BIN)/maturin build --release --quiet --out dist
-	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist ./web
+	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist ./web ./k8s
 	$(BIN)/pip download --quiet --no-deps --only-binary=:all: --dest dist/deps $$(grep -i -e '^PyYAML==' -e '^fsspec==' -e '^grpcio==' -e '^protobuf==' -e '^typing_extensions==' requirements/dev.txt)
 
 cargo-test:
 	cargo test --quiet
 
-# mypy strict over pyscheduler/ and web/ ([tool.mypy] in pyproject.toml), then stubtest: the
+# mypy strict over pyscheduler/, web/ and k8s/ ([tool.mypy] in pyproject.toml), then stubtest: the
 # native module's stub (pyscheduler/_native.pyi) against the built module.
 typecheck: build web
 	$(BIN)/mypy
@@ -78,7 +80,9 @@ typecheck: build web
 lint-imports: build web
 	$(BIN)/lint-imports
 
-pytest: build web wheels
+# The Kubernetes tests need the control plane's binaries: built here once per machine (with
+# their progress), then found in the cache by the tests.
+pytest: build web wheels k8s-tools
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 test: build wheels cargo-test typecheck lint-imports pytest

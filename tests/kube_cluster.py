@@ -88,6 +88,27 @@ class KubeCluster:
             if answer.status_code not in (201, 409):
                 raise RuntimeError(f"POST {path}: {answer.status_code} {answer.text[:300]}")
 
+    def add_node(self, name: str, **allocatable: str) -> None:
+        """A fake node (:func:`fake_node`), Ready, without the ``not-ready`` taint the API server
+        puts on a new node: the node lifecycle controller would take it off once the node is
+        Ready, but no controller manager runs here."""
+        answer = self.request("POST", "/api/v1/nodes", fake_node(name, **allocatable))
+        if answer.status_code != 201:
+            raise RuntimeError(f"POST node {name}: {answer.status_code} {answer.text[:300]}")
+
+        def ready() -> dict[str, Any] | None:
+            node: dict[str, Any] = self.request("GET", f"/api/v1/nodes/{name}").json()
+            conditions = node.get("status", {}).get("conditions", [])
+            return node if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) else None
+
+        node = self.wait_for(f"node {name} Ready", ready)
+        taints = [t for t in node.get("spec", {}).get("taints") or () if t.get("key") != "node.kubernetes.io/not-ready"]
+        patch = [{"op": "replace" if "taints" in node.get("spec", {}) else "add", "path": "/spec/taints", "value": taints}]
+        answer = self.session.patch(f"{self.server}/api/v1/nodes/{name}", json=patch, verify=False, timeout=10,
+                                    headers={"Content-Type": "application/json-patch+json"})
+        if answer.status_code != 200:
+            raise RuntimeError(f"PATCH node {name}: {answer.status_code} {answer.text[:300]}")
+
     def log(self, name: str) -> str:
         return (self.workdir / f"{name}.log").read_text(errors="replace")
 

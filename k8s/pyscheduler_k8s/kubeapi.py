@@ -1,0 +1,238 @@
+"""The few calls the shim makes to the Kubernetes API server, over plain HTTP.
+
+Why not a client library: ``docs/kubernetes.md`` ("Choosing the client library") measured the
+official client eight times slower per binding, and both typed clients fail on the binding's
+answer. A pooled ``requests`` session per thread and orjson for list and watch bodies is all the
+shim needs: list, watch (a stream of JSON lines), get, create, the ``binding`` subresource and
+strategic-merge patches of a pod's status.
+
+Where the cluster is (:meth:`ClusterAccess.discover`): the ``kubeconfig`` given, else the
+``KUBECONFIG`` environment variable (its first file), else ``~/.kube/config``, else the pod's
+service account (``/var/run/secrets/kubernetes.io/serviceaccount`` with
+``KUBERNETES_SERVICE_HOST``/``PORT``). A kubeconfig's current context gives the server, its CA
+(file or inline data, or ``insecure-skip-tls-verify``) and the user's bearer token (inline or
+``tokenFile``) or client certificate and key (files or inline data).
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import tempfile
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import orjson
+import requests
+import yaml
+
+__all__ = ["ClusterAccess", "KubeApi", "KubeApiError", "WatchExpired"]
+
+SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+#: Seconds a request may take (a watch: its own server-side timeout plus this).
+REQUEST_TIMEOUT: Final = 30.0
+
+
+class KubeApiError(Exception):
+    """An answer other than success: ``status`` (HTTP), ``reason`` (the Status object's, e.g.
+    ``NotFound``, ``Conflict``, ``Expired``) and the server's message."""
+
+    def __init__(self, status: int, reason: str, message: str) -> None:
+        super().__init__(f"{status} {reason}: {message}")
+        self.status = status
+        self.reason = reason
+        self.message = message
+
+
+class WatchExpired(KubeApiError):
+    """The watch's resource version is too old (410 Gone): list again."""
+
+
+@dataclass(frozen=True)
+class ClusterAccess:
+    server: str
+    token: str | None = None
+    token_file: str | None = None
+    #: CA bundle to verify the server with; None with ``verify`` True: the system's.
+    ca_file: str | None = None
+    verify: bool = True
+    client_cert: tuple[str, str] | None = None
+
+    @classmethod
+    def discover(cls, kubeconfig: str | None = None) -> ClusterAccess:
+        if kubeconfig:
+            return cls.from_kubeconfig(kubeconfig)
+        env = os.environ.get("KUBECONFIG", "")
+        first = next((p for p in env.split(os.pathsep) if p), "")
+        if first:
+            return cls.from_kubeconfig(first)
+        home = Path.home() / ".kube" / "config"
+        if home.exists():
+            return cls.from_kubeconfig(str(home))
+        return cls.in_cluster()
+
+    @classmethod
+    def in_cluster(cls) -> ClusterAccess:
+        host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+        token = SERVICE_ACCOUNT_DIR / "token"
+        if not host or not token.exists():
+            raise ValueError("no cluster: no --kubeconfig, no KUBECONFIG, no ~/.kube/config, and not in a pod "
+                             "with a service account")
+        if ":" in host:
+            host = f"[{host}]"
+        ca = SERVICE_ACCOUNT_DIR / "ca.crt"
+        return cls(f"https://{host}:{port}", token_file=str(token), ca_file=str(ca) if ca.exists() else None)
+
+    @classmethod
+    def from_kubeconfig(cls, path: str) -> ClusterAccess:
+        try:
+            config = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as exc:
+            raise ValueError(f"kubeconfig {path}: {exc}") from exc
+        if not isinstance(config, dict):
+            raise ValueError(f"kubeconfig {path}: not a mapping")
+        base = Path(path).parent
+
+        def named(kind: str, name: str) -> dict[str, Any]:
+            for entry in config.get(kind + "s") or ():
+                if isinstance(entry, dict) and entry.get("name") == name:
+                    found = entry.get(kind)
+                    return found if isinstance(found, dict) else {}
+            raise ValueError(f"kubeconfig {path}: no {kind} named {name!r}")
+
+        context = named("context", str(config.get("current-context", "")))
+        cluster = named("cluster", str(context.get("cluster", "")))
+        user = named("user", str(context.get("user", ""))) if context.get("user") else {}
+        server = cluster.get("server")
+        if not isinstance(server, str) or not server:
+            raise ValueError(f"kubeconfig {path}: the cluster has no server")
+
+        def file_or_data(key: str, source: Mapping[str, Any]) -> str | None:
+            if source.get(key):
+                return str(base / str(source[key]))
+            data = source.get(key + "-data")
+            if data:
+                handle, name = tempfile.mkstemp(prefix="pyscheduler-k8s-")
+                with os.fdopen(handle, "wb") as out:
+                    out.write(base64.b64decode(data))
+                return name
+            return None
+
+        cert, key = file_or_data("client-certificate", user), file_or_data("client-key", user)
+        token_file = user.get("tokenFile")
+        return cls(server=server.rstrip("/"), token=user.get("token") or None,
+                   token_file=str(base / token_file) if token_file else None,
+                   ca_file=file_or_data("certificate-authority", cluster),
+                   verify=not cluster.get("insecure-skip-tls-verify", False),
+                   client_cert=(cert, key) if cert and key else None)
+
+
+class KubeApi:
+    """Requests to one API server; safe to use from several threads (a session per thread)."""
+
+    def __init__(self, access: ClusterAccess) -> None:
+        self.access = access
+        self._local = threading.local()
+        if not access.verify:
+            import urllib3
+
+            urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
+
+    def _session(self) -> requests.Session:
+        session: requests.Session | None = getattr(self._local, "session", None)
+        if session is None:
+            session = self._local.session = requests.Session()
+            if self.access.client_cert:
+                session.cert = self.access.client_cert
+        return session
+
+    def _headers(self, content_type: str | None = None) -> dict[str, str]:
+        headers = {"Accept": "application/json"}
+        token = self.access.token
+        if self.access.token_file:
+            token = Path(self.access.token_file).read_text().strip()  # rotated by the kubelet
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if content_type:
+            headers["Content-Type"] = content_type
+        return headers
+
+    @property
+    def _verify(self) -> bool | str:
+        if not self.access.verify:
+            return False
+        return self.access.ca_file or True
+
+    def request(self, method: str, path: str, body: Any = None, *, params: Mapping[str, str] | None = None,
+                content_type: str = "application/json", timeout: float = REQUEST_TIMEOUT) -> Any:
+        """The decoded answer of a call; :class:`KubeApiError` on anything but success."""
+        data = orjson.dumps(body) if body is not None else None
+        answer = self._session().request(method, self.access.server + path, data=data, params=params,
+                                         headers=self._headers(content_type if data is not None else None),
+                                         timeout=timeout, verify=self._verify)
+        if answer.status_code >= 300:
+            raise _error(answer.status_code, answer.content)
+        return orjson.loads(answer.content) if answer.content else None
+
+    def list(self, path: str, *, params: Mapping[str, str] | None = None) -> tuple[list[dict[str, Any]], str]:
+        """Every item of a collection (pages of 500) and the list's resource version."""
+        items: list[dict[str, Any]] = []
+        query = {"limit": "500", **(params or {})}
+        while True:
+            page = self.request("GET", path, params=query)
+            items.extend(page.get("items") or ())
+            meta = page.get("metadata") or {}
+            if not meta.get("continue"):
+                return items, str(meta.get("resourceVersion", ""))
+            query = {**query, "continue": meta["continue"]}
+
+    def watch(self, path: str, resource_version: str, *, timeout_seconds: int = 300,
+              stop: threading.Event | None = None) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(type, object) of each change after ``resource_version`` (``ADDED``, ``MODIFIED``,
+        ``DELETED``, ``BOOKMARK``) until the server ends the watch; :class:`WatchExpired` when the
+        version is too old."""
+        params = {"watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
+                  "timeoutSeconds": str(timeout_seconds)}
+        with self._session().get(self.access.server + path, params=params, headers=self._headers(), stream=True,
+                                 timeout=(REQUEST_TIMEOUT, timeout_seconds + REQUEST_TIMEOUT),
+                                 verify=self._verify) as answer:
+            if answer.status_code >= 300:
+                raise _error(answer.status_code, answer.content)
+            for line in answer.iter_lines(chunk_size=65536):
+                if stop is not None and stop.is_set():
+                    return
+                if not line:
+                    continue
+                event = orjson.loads(line)
+                kind, obj = str(event.get("type", "")), event.get("object") or {}
+                if kind == "ERROR":
+                    code = int(obj.get("code", 500))
+                    raise (WatchExpired if code == 410 else KubeApiError)(code, str(obj.get("reason", "")),
+                                                                          str(obj.get("message", "")))
+                yield kind, obj
+
+    def bind(self, namespace: str, name: str, node: str) -> None:
+        self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", {
+            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+
+    def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
+        self.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", patch,
+                     content_type="application/strategic-merge-patch+json")
+
+    def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
+        self.request("POST", f"/api/v1/namespaces/{namespace}/events", event)
+
+
+def _error(status: int, content: bytes) -> KubeApiError:
+    reason, message = "", content[:500].decode(errors="replace")
+    try:
+        body = orjson.loads(content)
+        if isinstance(body, dict):
+            reason, message = str(body.get("reason", "")), str(body.get("message", message))
+    except orjson.JSONDecodeError:
+        pass
+    return (WatchExpired if status == 410 else KubeApiError)(status, reason, message)

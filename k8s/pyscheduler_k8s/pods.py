@@ -1,0 +1,200 @@
+"""What the shim reads from a pod, as YuniKorn's Kubernetes shim reads it (``shared/spec/
+kubernetes.md``), so pod specs written for YuniKorn work unchanged.
+
+- **Ours**: ``spec.schedulerName`` is one of the shim's names (``pyscheduler`` and ``yunikorn``
+  by default).
+- **Application id**: label ``yunikorn.apache.org/app-id``, else ``spark-app-selector``, else
+  ``applicationId``, else annotation ``yunikorn.apache.org/app-id``; without one,
+  ``yunikorn-<namespace>-autogen`` (one application per namespace).
+- **Queue**: label ``yunikorn.apache.org/queue``, else ``queue``, else annotation
+  ``yunikorn.apache.org/queue``; none: empty (the partition's placement rules decide, with the
+  ``namespace`` tag).
+- **User**: annotation ``yunikorn.apache.org/user.info`` (JSON ``{"user": ..., "groups":
+  [...]}``), else ``nobody``.
+- **Request**: the sum of the containers' requests, per resource at least the largest init
+  container's, plus the pod overhead, plus one ``pods``; ``cpu`` in millicores as ``vcore``,
+  ``memory`` in bytes, every other resource (``ephemeral-storage``, ``nvidia.com/gpu``) by its
+  name. A container without requests asks for nothing (the API server already copied limits
+  into requests where only limits were set).
+- **Priority**: ``spec.priority`` (the API server sets it from the PriorityClass), else 0.
+
+A pod whose quantities do not parse raises :class:`PodError` with the reason, which the shim
+shows on the pod.
+"""
+
+from __future__ import annotations
+
+import calendar
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+
+from pyscheduler_k8s.quantity import QuantityError, to_int, to_milli
+
+__all__ = [
+    "DEFAULT_SCHEDULER_NAMES",
+    "PodError",
+    "PodView",
+    "app_id_of",
+    "is_terminal",
+    "pod_request",
+    "pod_view",
+    "queue_of",
+    "resource_name",
+    "resources_of",
+    "user_of",
+]
+
+DEFAULT_SCHEDULER_NAMES: Final = ("pyscheduler", "yunikorn")
+APP_ID_LABELS: Final = ("yunikorn.apache.org/app-id", "spark-app-selector", "applicationId")
+APP_ID_ANNOTATION: Final = "yunikorn.apache.org/app-id"
+QUEUE_LABELS: Final = ("yunikorn.apache.org/queue", "queue")
+QUEUE_ANNOTATION: Final = "yunikorn.apache.org/queue"
+USER_INFO_ANNOTATION: Final = "yunikorn.apache.org/user.info"
+DEFAULT_USER: Final = "nobody"
+TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
+
+
+class PodError(ValueError):
+    """A pod the scheduler cannot take as it is (the message says why)."""
+
+
+def resource_name(name: str) -> str:
+    """The core's name of a Kubernetes resource (``cpu`` is ``vcore``)."""
+    return "vcore" if name == "cpu" else name
+
+
+def resources_of(quantities: Mapping[str, Any] | None) -> dict[str, int]:
+    """A Kubernetes resource list in the core's units (``cpu`` in millicores)."""
+    out: dict[str, int] = {}
+    for name, text in (quantities or {}).items():
+        out[resource_name(name)] = to_milli(text) if name == "cpu" else to_int(text)
+    return out
+
+
+def _add(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, value in amounts.items():
+        total[name] = total.get(name, 0) + value
+
+
+def pod_request(pod: Mapping[str, Any]) -> dict[str, int]:
+    """The pod's request (see the module doc); zero quantities are left out."""
+    spec = pod.get("spec") or {}
+    try:
+        total: dict[str, int] = {}
+        for container in spec.get("containers") or ():
+            _add(total, resources_of((container.get("resources") or {}).get("requests")))
+        for container in spec.get("initContainers") or ():
+            for name, value in resources_of((container.get("resources") or {}).get("requests")).items():
+                if value > total.get(name, 0):
+                    total[name] = value
+        _add(total, resources_of(spec.get("overhead")))
+    except QuantityError as exc:
+        raise PodError(f"pod {_name(pod)}: {exc}") from exc
+    total["pods"] = total.get("pods", 0) + 1
+    return {name: value for name, value in total.items() if value}
+
+
+def _first(mapping: Mapping[str, str], keys: Iterable[str]) -> str:
+    for key in keys:
+        value = mapping.get(key)
+        if value:
+            return value
+    return ""
+
+
+def app_id_of(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    found = _first(meta.get("labels") or {}, APP_ID_LABELS) or (meta.get("annotations") or {}).get(APP_ID_ANNOTATION, "")
+    return found or f"yunikorn-{meta.get('namespace', 'default')}-autogen"
+
+
+def queue_of(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return _first(meta.get("labels") or {}, QUEUE_LABELS) or (meta.get("annotations") or {}).get(QUEUE_ANNOTATION, "")
+
+
+def user_of(pod: Mapping[str, Any]) -> tuple[str, tuple[str, ...]]:
+    """(user, groups) from the user-info annotation; ``nobody`` without one or when it is
+    not the JSON object it should be."""
+    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(USER_INFO_ANNOTATION)
+    if text:
+        try:
+            info = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            info = None
+        if isinstance(info, dict) and isinstance(info.get("user"), str) and info["user"]:
+            groups = info.get("groups")
+            good = tuple(g for g in groups if isinstance(g, str)) if isinstance(groups, list) else ()
+            return info["user"], good
+    return DEFAULT_USER, ()
+
+
+def is_terminal(pod: Mapping[str, Any]) -> bool:
+    """Succeeded or Failed: it holds nothing any more."""
+    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+
+
+def _name(pod: Mapping[str, Any]) -> str:
+    meta = pod.get("metadata") or {}
+    return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
+
+
+def _timestamp(text: str | None) -> int:
+    """Seconds since the epoch of an RFC 3339 timestamp (``2026-11-26T01:02:03Z``); now when
+    missing or unreadable."""
+    if text:
+        try:
+            return calendar.timegm(time.strptime(text, "%Y-%m-%dT%H:%M:%SZ"))
+        except ValueError:
+            pass
+    return int(time.time())
+
+
+@dataclass(frozen=True)
+class PodView:
+    """One pod as the shim uses it. ``uid`` is the allocation key."""
+
+    uid: str
+    namespace: str
+    name: str
+    scheduler_name: str
+    node_name: str
+    phase: str
+    app_id: str
+    queue: str
+    user: str
+    groups: tuple[str, ...]
+    priority: int
+    created: int
+    request: dict[str, int] = field(default_factory=dict)
+    #: Why the pod cannot be scheduled as it is (a broken quantity); empty: it can.
+    problem: str = ""
+    deleting: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def pod_view(pod: Mapping[str, Any]) -> PodView:
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    problem = ""
+    try:
+        request = pod_request(pod)
+    except PodError as exc:
+        request, problem = {}, str(exc)
+    user, groups = user_of(pod)
+    priority = spec.get("priority")
+    return PodView(
+        uid=str(meta.get("uid", "")), namespace=str(meta.get("namespace", "")), name=str(meta.get("name", "")),
+        scheduler_name=str(spec.get("schedulerName", "")), node_name=str(spec.get("nodeName") or ""),
+        phase=str((pod.get("status") or {}).get("phase", "")), app_id=app_id_of(pod), queue=queue_of(pod),
+        user=user, groups=groups, priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
+        created=_timestamp(meta.get("creationTimestamp")), request=request, problem=problem,
+        deleting=bool(meta.get("deletionTimestamp")),
+    )

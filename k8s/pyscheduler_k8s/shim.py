@@ -1,0 +1,445 @@
+"""The Kubernetes RM: nodes and pods of a real cluster in the core, the core's allocations as
+bindings (issue 15).
+
+**Start.** The shim registers with the core (``rm_id`` ``pyscheduler-k8s``), lists the nodes
+(each one a core node: :mod:`.nodes`), then the pods: a pod of another scheduler bound to a node
+occupies it (a *foreign* allocation); a pod of ours already bound is an existing allocation (a
+restart recovers it, never binds it again); a pending pod of ours is an ask of its application
+(:mod:`.pods`; the first pod of an application adds it). Then it follows both watches from the
+lists' resource versions; a watch that expires (``410 Gone``) lists again and reconciles: what
+disappeared meanwhile is released, what appeared is added.
+
+**Placing.** A new allocation from the core is bound (``pods/binding``) by a pool of binder
+threads; a successful binding writes kube-scheduler's ``Scheduled`` event, a failed one (the
+pod is gone, or bound meanwhile) releases the allocation. The core asks, through the
+``predicates`` callback, whether a pod may go on a node: :mod:`.predicates` answers (node
+selector, required node affinity, taints, host ports). An ask the core could not place this
+cycle gets the ``PodScheduled=False`` condition with reason ``Unschedulable`` and the core's
+reason as its message (from the core's request events: its queue's or user's room, or every
+node's predicates; or ``update_container_scheduling_state``: skipped or failed), and a
+``FailedScheduling`` event, once per reason.
+
+**Ending.** A pod that succeeds, fails or is deleted releases its allocation (or withdraws its
+ask); the last pod of an application removes the application; a deleted node is decommissioned,
+a cordoned one drained (no new pods), a capacity change updates it.
+
+**Threads and locks.** Watches, binders and the core's callbacks run on their own threads. The
+shim's maps are guarded by one lock that is never held while calling the core or the API
+server (the core may call back on the calling thread).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Final
+
+from pyscheduler.common.resources import Resource
+from pyscheduler.si import messages as si
+from pyscheduler.si.events import EventRecord, EventRecordType
+from pyscheduler_k8s.kubeapi import KubeApi, KubeApiError, WatchExpired
+from pyscheduler_k8s.nodes import NodeView, node_view
+from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES, PodView, is_terminal, pod_view
+from pyscheduler_k8s.predicates import HostPort, check_node, host_ports
+
+__all__ = ["KubeShim", "ShimOptions"]
+
+log = logging.getLogger(__name__)
+
+RM_ID: Final = "pyscheduler-k8s"
+#: Seconds between attempts after a watch or a list failed.
+RETRY_DELAY: Final = 1.0
+UNSCHEDULABLE: Final = "Unschedulable"
+#: Settings the shim registers with: the core's request events are what tells a pod why it
+#: waits (they are off for other RMs by default).
+DEFAULT_EXTRA_CONFIG: Final = {"service.event.requestEventsEnabled": "true"}
+
+
+def _pending_reason(message: str) -> bool:
+    return message.startswith("Unschedulable request") or (
+        message.startswith("Request '") and ("does not fit in queue" in message or "exceeds the available" in message))
+
+
+@dataclass(frozen=True)
+class ShimOptions:
+    #: ``spec.schedulerName`` values the shim takes pods for.
+    scheduler_names: tuple[str, ...] = DEFAULT_SCHEDULER_NAMES
+    #: The name in the events the shim writes (kube-scheduler's ``reportingController``).
+    component: str = "pyscheduler"
+    rm_id: str = RM_ID
+    partition: str = "default"
+    binders: int = 4
+    #: Seconds a watch lasts before the server ends it (it is started again at once).
+    watch_timeout: int = 300
+
+
+@dataclass
+class _Pod:
+    view: PodView
+    raw: Mapping[str, Any]
+    #: ``ask``: pending in the core; ``allocated``: the core placed it (binding or bound);
+    #: ``foreign``: another scheduler's pod on a node; ``held``: ours, but not schedulable as
+    #: it is (its problem is on the pod).
+    state: str
+    node: str = ""
+    ports: frozenset[HostPort] = frozenset()
+    #: The last reason written to the pod (so it is written once).
+    reason: str = ""
+
+
+@dataclass
+class _Counts:
+    bound: int = 0
+    bind_failures: int = 0
+    relists: int = 0
+    unschedulable_marked: int = 0
+
+
+class KubeShim:
+    def __init__(self, proxy: Any, api: KubeApi, config_text: str, options: ShimOptions | None = None,
+                 *, clock: Callable[[], float] = time.time) -> None:
+        self.proxy = proxy
+        self.api = api
+        self.config_text = config_text
+        self.options = options or ShimOptions()
+        self.counts = _Counts()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._pods: dict[str, _Pod] = {}
+        self._nodes: dict[str, NodeView] = {}
+        #: Application id -> the uids of its pods known to the core.
+        self._apps: dict[str, set[str]] = {}
+        self._stop = threading.Event()
+        self._bindings: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._threads: list[threading.Thread] = []
+        self.synced = threading.Event()
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Registers with the core, recovers the cluster's state, and starts following it."""
+        self.proxy.register_resource_manager(si.RegisterResourceManagerRequest(
+            rm_id=self.options.rm_id, policy_group="queues", config=self.config_text,
+            extra_config=DEFAULT_EXTRA_CONFIG), self)
+        node_version = self._relist_nodes()
+        pod_version = self._relist_pods()
+        self.synced.set()
+        for name, target, args in (("nodes", self._follow, ("/api/v1/nodes", node_version, self._on_node,
+                                                              self._relist_nodes)),
+                                   ("pods", self._follow, ("/api/v1/pods", pod_version, self._on_pod,
+                                                             self._relist_pods))):
+            self._spawn(f"k8s-watch-{name}", target, *args)
+        for n in range(self.options.binders):
+            self._spawn(f"k8s-binder-{n}", self._bind_loop)
+
+    def _spawn(self, name: str, target: Callable[..., None], *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def stop(self) -> None:
+        self._stop.set()
+        for _ in range(self.options.binders):
+            self._bindings.put(None)
+        for thread in self._threads:
+            thread.join(timeout=5.0)
+
+    # -- following the cluster ------------------------------------------------------------------
+
+    def _follow(self, path: str, version: str, handle: Callable[[str, dict[str, Any]], None],
+                relist: Callable[[], str]) -> None:
+        while not self._stop.is_set():
+            try:
+                for kind, obj in self.api.watch(path, version, timeout_seconds=self.options.watch_timeout,
+                                                stop=self._stop):
+                    version = str((obj.get("metadata") or {}).get("resourceVersion", version))
+                    if kind != "BOOKMARK":
+                        handle(kind, obj)
+            except WatchExpired:
+                log.info("watch %s expired: listing again", path)
+                version = self._retrying(relist)
+            except Exception:  # a broken connection or answer: wait, then watch again
+                if self._stop.is_set():
+                    return
+                log.exception("watch %s failed; watching again in %g s", path, RETRY_DELAY)
+                self._stop.wait(RETRY_DELAY)
+
+    def _retrying(self, relist: Callable[[], str]) -> str:
+        while not self._stop.is_set():
+            try:
+                self.counts.relists += 1
+                return relist()
+            except Exception:
+                log.exception("listing failed; again in %g s", RETRY_DELAY)
+                self._stop.wait(RETRY_DELAY)
+        return ""
+
+    def _relist_nodes(self) -> str:
+        items, version = self.api.list("/api/v1/nodes")
+        present = {str((n.get("metadata") or {}).get("name", "")) for n in items}
+        for item in items:
+            self._on_node("ADDED", item)
+        with self._lock:
+            gone = [name for name in self._nodes if name not in present]
+        for name in gone:
+            self._on_node("DELETED", {"metadata": {"name": name}})
+        return version
+
+    def _relist_pods(self) -> str:
+        items, version = self.api.list("/api/v1/pods")
+        present = {str((p.get("metadata") or {}).get("uid", "")) for p in items}
+        with self._lock:
+            gone = [record.raw for uid, record in self._pods.items() if uid not in present]
+        for raw in gone:
+            self._on_pod("DELETED", dict(raw))
+        for item in items:
+            self._on_pod("ADDED", item)
+        return version
+
+    # -- nodes ----------------------------------------------------------------------------------
+
+    def _on_node(self, kind: str, node: dict[str, Any]) -> None:
+        view = node_view(node)
+        if not view.name:
+            return
+        with self._lock:
+            known = self._nodes.get(view.name)
+            if kind == "DELETED":
+                self._nodes.pop(view.name, None)
+            else:
+                self._nodes[view.name] = view
+        infos: list[si.NodeInfo] = []
+        if kind == "DELETED":
+            if known is not None:
+                infos.append(si.NodeInfo(node_id=view.name, action=si.NodeAction.DECOMISSION))
+        elif known is None:
+            action = si.NodeAction.CREATE if view.schedulable else si.NodeAction.CREATE_DRAIN
+            infos.append(si.NodeInfo(node_id=view.name, action=action, attributes=view.attributes,
+                                     schedulable_resource=si_resource(view.capacity)))
+        else:
+            if known.capacity != view.capacity or known.attributes != view.attributes:
+                infos.append(si.NodeInfo(node_id=view.name, action=si.NodeAction.UPDATE, attributes=view.attributes,
+                                         schedulable_resource=si_resource(view.capacity)))
+            if known.schedulable != view.schedulable:
+                infos.append(si.NodeInfo(node_id=view.name, action=si.NodeAction.DRAIN_TO_SCHEDULABLE
+                                         if view.schedulable else si.NodeAction.DRAIN_NODE))
+        for info in infos:
+            self.proxy.update_node(si.NodeRequest(nodes=(info,), rm_id=self.options.rm_id))
+
+    # -- pods -----------------------------------------------------------------------------------
+
+    def _on_pod(self, kind: str, pod: dict[str, Any]) -> None:
+        view = pod_view(pod)
+        if not view.uid:
+            return
+        if kind == "DELETED" or is_terminal(pod):
+            self._pod_gone(view)
+            return
+        ours = view.scheduler_name in self.options.scheduler_names
+        with self._lock:
+            known = self._pods.get(view.uid)
+            if known is not None:
+                known.raw = pod
+                known.view = view
+                return
+            if not ours and not view.node_name:
+                return  # another scheduler's pending pod: nothing yet
+            record = _Pod(view, pod, "foreign" if not ours else "allocated" if view.node_name else "ask",
+                          node=view.node_name, ports=frozenset(host_ports(pod)))
+            if ours and view.problem:
+                record.state = "held"
+            self._pods[view.uid] = record
+            new_app = ours and record.state != "held" and view.app_id not in self._apps
+            if ours and record.state != "held":
+                self._apps.setdefault(view.app_id, set()).add(view.uid)
+        if record.state == "foreign":
+            self._allocate(si.Allocation(allocation_key=view.uid, node_id=view.node_name,
+                                         partition_name=self.options.partition,
+                                         resource_per_alloc=si_resource(view.request),
+                                         allocation_tags={si.FOREIGN: si.ALLOC_TYPE_DEFAULT}))
+            return
+        if record.state == "held":
+            self._mark_unschedulable(view.uid, view.problem)
+            return
+        if new_app:
+            self.proxy.update_application(si.ApplicationRequest(new=(si.AddApplicationRequest(
+                application_id=view.app_id, queue_name=view.queue, partition_name=self.options.partition,
+                ugi=si.UserGroupInformation(user=view.user, groups=view.groups),
+                tags={si.KEY_NAMESPACE: view.namespace}),), rm_id=self.options.rm_id))
+        self._allocate(si.Allocation(
+            allocation_key=view.uid, application_id=view.app_id, partition_name=self.options.partition,
+            node_id=view.node_name, resource_per_alloc=si_resource(view.request), priority=view.priority,
+            allocation_tags={"creationTime": str(view.created), si.KEY_NAMESPACE: view.namespace}))
+
+    def _allocate(self, allocation: si.Allocation) -> None:
+        self.proxy.update_allocation(si.AllocationRequest(allocations=(allocation,), rm_id=self.options.rm_id))
+
+    def _pod_gone(self, view: PodView) -> None:
+        with self._lock:
+            record = self._pods.pop(view.uid, None)
+            if record is None:
+                return
+            app_left = False
+            if record.state in ("ask", "allocated"):
+                members = self._apps.get(record.view.app_id)
+                if members is not None:
+                    members.discard(view.uid)
+                    if not members:
+                        del self._apps[record.view.app_id]
+                        app_left = True
+        if record.state == "held":
+            return
+        release = si.AllocationRelease(
+            partition_name=self.options.partition, application_id="" if record.state == "foreign" else record.view.app_id,
+            allocation_key=view.uid, termination_type=si.TerminationType.STOPPED_BY_RM, message="pod ended")
+        self.proxy.update_allocation(si.AllocationRequest(
+            releases=si.AllocationReleasesRequest(allocations_to_release=(release,)), rm_id=self.options.rm_id))
+        if app_left:
+            self.proxy.update_application(si.ApplicationRequest(remove=(si.RemoveApplicationRequest(
+                application_id=record.view.app_id, partition_name=self.options.partition),), rm_id=self.options.rm_id))
+
+    # -- binding --------------------------------------------------------------------------------
+
+    def _bind_loop(self) -> None:
+        while True:
+            job = self._bindings.get()
+            if job is None or self._stop.is_set():
+                return
+            uid, node = job
+            with self._lock:
+                record = self._pods.get(uid)
+                target = None if record is None else (record.view.namespace, record.view.name)
+            if target is None:
+                continue  # gone meanwhile: its release has been sent
+            try:
+                self.api.bind(target[0], target[1], node)
+            except Exception as exc:  # gone, or bound meanwhile: give the room back
+                self.counts.bind_failures += 1
+                log.warning("binding %s/%s to %s failed: %s", target[0], target[1], node, exc)
+                self._release_failed_binding(uid, str(exc))
+                continue
+            self.counts.bound += 1
+            self._event(target[0], target[1], uid, "Normal", "Scheduled",
+                        f"Successfully assigned {target[0]}/{target[1]} to {node}")
+
+    def _release_failed_binding(self, uid: str, why: str) -> None:
+        with self._lock:
+            record = self._pods.get(uid)
+            if record is None:
+                return
+            record.state, record.node = "ask", ""
+            app_id = record.view.app_id
+        release = si.AllocationRelease(partition_name=self.options.partition, application_id=app_id,
+                                       allocation_key=uid, termination_type=si.TerminationType.STOPPED_BY_RM,
+                                       message=f"binding failed: {why}")
+        self.proxy.update_allocation(si.AllocationRequest(
+            releases=si.AllocationReleasesRequest(allocations_to_release=(release,)), rm_id=self.options.rm_id))
+
+    # -- pod conditions and events ----------------------------------------------------------------
+
+    def _mark_unschedulable(self, uid: str, reason: str) -> None:
+        with self._lock:
+            record = self._pods.get(uid)
+            if record is None or record.reason == reason or record.state == "allocated":
+                return
+            record.reason = reason
+            namespace, name = record.view.namespace, record.view.name
+        now = _rfc3339(self._clock())
+        try:
+            self.api.patch_pod_status(namespace, name, {"status": {"conditions": [{
+                "type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE, "message": reason,
+                "lastTransitionTime": now}]}})
+        except KubeApiError as exc:
+            log.info("pod %s/%s: cannot set PodScheduled: %s", namespace, name, exc)
+            return
+        self.counts.unschedulable_marked += 1
+        self._event(namespace, name, uid, "Warning", "FailedScheduling", reason)
+
+    def _event(self, namespace: str, name: str, uid: str, kind: str, reason: str, message: str) -> None:
+        now = self._clock()
+        stamp = _rfc3339(now)
+        try:
+            self.api.create_event(namespace, {
+                "metadata": {"generateName": f"{name}.", "namespace": namespace},
+                "involvedObject": {"kind": "Pod", "namespace": namespace, "name": name, "uid": uid, "apiVersion": "v1"},
+                "type": kind, "reason": reason, "message": message, "count": 1,
+                "firstTimestamp": stamp, "lastTimestamp": stamp,
+                "source": {"component": self.options.component}, "reportingComponent": self.options.component,
+            })
+        except KubeApiError as exc:
+            log.info("event on %s/%s not written: %s", namespace, name, exc)
+
+    # -- the core's callbacks ---------------------------------------------------------------------
+
+    def update_allocation(self, response: si.AllocationResponse) -> None:
+        for allocation in response.new:
+            with self._lock:
+                record = self._pods.get(allocation.allocation_key)
+                if record is None or record.state != "ask":
+                    continue
+                record.state, record.node = "allocated", allocation.node_id
+            self._bindings.put((allocation.allocation_key, allocation.node_id))
+        for rejected in response.rejected_allocations:
+            self._mark_unschedulable(rejected.allocation_key, f"rejected by the scheduler: {rejected.reason}")
+
+    def update_application(self, response: si.ApplicationResponse) -> None:
+        for rejected in response.rejected:
+            with self._lock:
+                uids = list(self._apps.pop(rejected.application_id, ()))
+                for uid in uids:
+                    record = self._pods.get(uid)
+                    if record is not None:
+                        record.state = "held"
+            for uid in uids:
+                self._mark_unschedulable(uid, f"application {rejected.application_id} rejected: {rejected.reason}")
+
+    def update_node(self, response: si.NodeResponse) -> None:
+        for rejected in response.rejected:
+            log.warning("node %s rejected by the scheduler: %s", rejected.node_id, rejected.reason)
+
+    def send_event(self, events: Sequence[EventRecord]) -> None:
+        """The core's request events (every ~2 s): one saying why an ask stays pending (its
+        queue's or user's room, or every node's predicates) marks the pod unschedulable with
+        that message, as kube-scheduler does for a pod no node takes."""
+        for event in events:
+            if event.type is EventRecordType.REQUEST and _pending_reason(event.message):
+                self._mark_unschedulable(event.object_id, event.message)
+
+    def update_container_scheduling_state(self, request: si.UpdateContainerSchedulingStateRequest) -> None:
+        if request.state in (si.ContainerSchedulingState.FAILED, si.ContainerSchedulingState.SKIPPED):
+            self._mark_unschedulable(request.allocation_key, request.reason or "no node fits the pod")
+
+    def predicates(self, args: si.PredicatesArgs) -> str | None:
+        with self._lock:
+            record = self._pods.get(args.allocation_key)
+            node = self._nodes.get(args.node_id)
+            if record is None or node is None:
+                return f"node {args.node_id} or pod {args.allocation_key} is not known to the shim"
+            used = [port for other in self._pods.values()
+                    if other.node == args.node_id and other.view.uid != args.allocation_key for port in other.ports]
+            raw = record.raw
+        return check_node(raw, node, used)
+
+    # -- for tests and the REST status -------------------------------------------------------------
+
+    def pod_state(self, uid: str) -> str | None:
+        with self._lock:
+            record = self._pods.get(uid)
+            return None if record is None else record.state
+
+    def applications(self) -> dict[str, set[str]]:
+        with self._lock:
+            return {app: set(uids) for app, uids in self._apps.items()}
+
+
+def si_resource(quantities: Mapping[str, int]) -> Resource:
+    return Resource(dict(quantities))
+
+
+def _rfc3339(seconds: float) -> str:
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,238 @@
+"""The Kubernetes shim against a real API server (etcd, kube-apiserver and kwok on loopback,
+tests/kube_cluster.py): the core places the pods that name it, kube-scheduler's way of saying so
+on the pods, other schedulers' pods left alone but counted, pods that end giving their room back,
+and a restart that recovers the cluster without binding anything twice.
+
+The control plane's binaries are built once per machine into the user's cache directory
+(tools/k8s/build.sh); the first run builds them."""
+
+from __future__ import annotations
+
+import itertools
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kube_cluster import KubeCluster, start_cluster
+
+from pyscheduler.rmproxy.proxy import RMProxy
+from pyscheduler.scheduler.context import ClusterContext
+from pyscheduler.scheduler.loop import Scheduler
+from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi
+from pyscheduler_k8s.shim import KubeShim
+
+QUEUES = """\
+partitions:
+  - name: default
+    placementrules:
+      - name: provided
+        create: true
+    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: default
+          - name: batch
+"""
+NODES = 3
+NAMESPACE = "team"
+# The tests talk to a self-signed API server they started (see kube_cluster.py).
+pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
+
+
+@pytest.fixture(scope="module")
+def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
+    cluster = start_cluster(tmp_path_factory.mktemp("kube"))
+    try:
+        for n in range(NODES):
+            cluster.add_node(f"kwok-{n}", cpu="4", memory="8Gi")
+        cluster.ensure_namespace(NAMESPACE)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+class Served:
+    """A scheduler with the shim attached, as ``pyscheduler serve --rm pyscheduler_k8s:attach``
+    runs them."""
+
+    def __init__(self, kube: KubeCluster) -> None:
+        self.context = ClusterContext()
+        self.scheduler = Scheduler(self.context, idle_interval=0.02)
+        self.proxy = RMProxy(self.context)
+        self.shim = KubeShim(self.proxy, KubeApi(ClusterAccess.from_kubeconfig(str(kube.kubeconfig))), QUEUES)
+        self.context.event_system.start()  # request events reach the shim through it
+        self.shim.start()
+        self.scheduler.start()
+
+    def stop(self) -> None:
+        self.shim.stop()
+        self.scheduler.stop()
+        self.proxy.stop()
+        self.context.event_system.stop()
+
+    def app_allocations(self, app_id: str) -> int:
+        partition = self.context.partitions["[pyscheduler-k8s]default"]
+        with partition.lock:
+            app = partition.applications.get(app_id)
+            return 0 if app is None else len(app.allocations)
+
+
+@pytest.fixture
+def served(kube: KubeCluster) -> Iterator[Served]:
+    running = Served(kube)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+_names = itertools.count()
+
+
+def _pod(kube: KubeCluster, cpu: str, *, scheduler: str = "pyscheduler", app: str = "app-1",
+         queue: str = "root.batch", **spec: Any) -> dict[str, Any]:
+    name = f"p{next(_names)}"
+    body = {"metadata": {"name": name, "labels": {"yunikorn.apache.org/app-id": app, "queue": queue}},
+            "spec": {"schedulerName": scheduler, "containers": [
+                {"name": "c", "image": "registry.k8s.io/pause:3.7", "resources": {"requests": {"cpu": cpu}}}], **spec}}
+    answer = kube.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", body)
+    assert answer.status_code == 201, answer.text
+    created: dict[str, Any] = answer.json()
+    return created
+
+
+def _get(kube: KubeCluster, name: str) -> dict[str, Any]:
+    found: dict[str, Any] = kube.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods/{name}").json()
+    return found
+
+
+def _events(kube: KubeCluster, name: str) -> list[dict[str, Any]]:
+    items = kube.request("GET", f"/api/v1/namespaces/{NAMESPACE}/events",
+                         ).json().get("items", [])
+    return [e for e in items if e.get("involvedObject", {}).get("name") == name]
+
+
+def _delete_all(kube: KubeCluster) -> None:
+    kube.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods?gracePeriodSeconds=0")
+    kube.wait_for("pods deleted", lambda: not kube.request(
+        "GET", f"/api/v1/namespaces/{NAMESPACE}/pods").json().get("items"), timeout=30)
+
+
+def test_the_core_places_our_pods_and_leaves_the_others(kube: KubeCluster, served: Served) -> None:
+    try:
+        ours = [_pod(kube, "1") for _ in range(9)] + [_pod(kube, "1", scheduler="yunikorn", app="app-2")]
+        other = _pod(kube, "500m", scheduler="default-scheduler")
+        names = [p["metadata"]["name"] for p in ours]
+
+        def all_running() -> bool:
+            return all(_get(kube, n).get("status", {}).get("phase") == "Running" for n in names)
+
+        kube.wait_for("our pods Running", all_running, timeout=60)
+        placed = {n: _get(kube, n)["spec"]["nodeName"] for n in names}
+        per_node = {node: sum(1 for v in placed.values() if v == node) for node in set(placed.values())}
+        assert sum(per_node.values()) == 10 and max(per_node.values()) <= 4, per_node  # 4 cpus per node
+        assert served.app_allocations("app-1") == 9 and served.app_allocations("app-2") == 1
+        scheduled = [e for e in _events(kube, names[0]) if e["reason"] == "Scheduled"]
+        assert scheduled and scheduled[0]["message"] == f"Successfully assigned {NAMESPACE}/{names[0]} to " \
+                                                         f"{placed[names[0]]}"
+        # Another scheduler's pod is not ours to bind.
+        assert not _get(kube, other["metadata"]["name"])["spec"].get("nodeName")
+        assert served.shim.counts.bound == 10 and served.shim.counts.bind_failures == 0
+    finally:
+        _delete_all(kube)
+
+
+def test_a_pod_that_fits_nowhere_is_marked_unschedulable(kube: KubeCluster, served: Served) -> None:
+    try:
+        huge = _pod(kube, "64")["metadata"]["name"]
+
+        def condition() -> dict[str, Any] | None:
+            for c in _get(kube, huge).get("status", {}).get("conditions", []):
+                if c["type"] == "PodScheduled":
+                    return c  # type: ignore[no-any-return]
+            return None
+
+        found = kube.wait_for("PodScheduled=False", condition, timeout=30)
+        assert found["status"] == "False" and found["reason"] == "Unschedulable" and found["message"]
+        failed = kube.wait_for("FailedScheduling event", lambda: [
+            e for e in _events(kube, huge) if e["reason"] == "FailedScheduling"], timeout=10)
+        assert failed[0]["type"] == "Warning" and failed[0]["message"] == found["message"]
+        # Written once for the same reason, however many cycles skip it.
+        time.sleep(1.0)
+        assert len([e for e in _events(kube, huge) if e["reason"] == "FailedScheduling"]) == 1
+    finally:
+        _delete_all(kube)
+
+
+def test_node_selector_and_taints_are_checked_by_the_shim(kube: KubeCluster, served: Served) -> None:
+    try:
+        pinned = _pod(kube, "100m", nodeSelector={"kubernetes.io/hostname": "kwok-2"})["metadata"]["name"]
+        nowhere = _pod(kube, "100m", nodeSelector={"kubernetes.io/hostname": "absent"})["metadata"]["name"]
+        kube.wait_for("pinned pod bound", lambda: _get(kube, pinned)["spec"].get("nodeName"), timeout=30)
+        assert _get(kube, pinned)["spec"]["nodeName"] == "kwok-2"
+
+        def unschedulable() -> bool:
+            return any(c["type"] == "PodScheduled" and c["status"] == "False"
+                       for c in _get(kube, nowhere).get("status", {}).get("conditions", []))
+
+        kube.wait_for("selector matching no node: unschedulable", unschedulable, timeout=30)
+        assert not _get(kube, nowhere)["spec"].get("nodeName")
+    finally:
+        _delete_all(kube)
+
+
+def test_ended_pods_give_their_room_back_and_a_restart_binds_nothing_twice(kube: KubeCluster,
+                                                                           tmp_path: Path) -> None:
+    first = Served(kube)
+    try:
+        names = [_pod(kube, "2", app="app-3")["metadata"]["name"] for _ in range(6)]  # fills 3 nodes of 4 cpus
+        kube.wait_for("6 pods bound", lambda: all(_get(kube, n)["spec"].get("nodeName") for n in names), timeout=60)
+        waiting = _pod(kube, "2", app="app-3")["metadata"]["name"]
+        time.sleep(0.5)
+        assert not _get(kube, waiting)["spec"].get("nodeName")
+        first.stop()
+        # A new scheduler recovers the 6 bound pods as allocations and the pending one as an ask.
+        second = Served(kube)
+        try:
+            assert second.app_allocations("app-3") == 6
+            assert second.shim.counts.bound == 0
+            kube.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods/{names[0]}?gracePeriodSeconds=0")
+            kube.wait_for("the waiting pod bound in the freed room",
+                          lambda: _get(kube, waiting)["spec"].get("nodeName"), timeout=30)
+            assert second.shim.counts.bound == 1 and second.app_allocations("app-3") == 6
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+        _delete_all(kube)
+
+
+def test_served_with_the_shim_attached(kube: KubeCluster, tmp_path: Path) -> None:
+    """The real entry point: ``pyscheduler serve --rm pyscheduler_k8s:attach`` under gunicorn,
+    the cluster from ``PYSCHEDULER_K8S_KUBECONFIG``; its REST API shows the cluster's nodes and
+    the pod's application."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent / "web"))
+    from web_helpers import launch, stop
+
+    config = tmp_path / "queues.yaml"
+    config.write_text(QUEUES)
+    server = launch(tmp_path, ["--config", str(config), "--rm", "pyscheduler_k8s:attach"],
+                    {"PYSCHEDULER_K8S_KUBECONFIG": str(kube.kubeconfig)})
+    try:
+        name = _pod(kube, "250m", app="served-app")["metadata"]["name"]
+        kube.wait_for("pod bound by the served scheduler", lambda: _get(kube, name)["spec"].get("nodeName"),
+                      timeout=30)
+        nodes = server.get("/ws/v1/partition/default/nodes").json()
+        assert sorted(n["nodeID"] for n in nodes) == [f"kwok-{n}" for n in range(NODES)]
+        apps = server.get("/ws/v1/partition/default/queue/root.batch/applications").json()
+        assert [a["applicationID"] for a in apps] == ["served-app"]
+        assert apps[0]["allocations"][0]["nodeId"] == _get(kube, name)["spec"]["nodeName"]
+    finally:
+        code = stop(server)
+        _delete_all(kube)
+    log = server.log()
+    assert code == 0 and "Traceback" not in log, log
