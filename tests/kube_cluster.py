@@ -133,9 +133,11 @@ def _start(name: str, args: list[str], workdir: Path) -> subprocess.Popen[bytes]
         log.close()
 
 
-def start_cluster(workdir: Path, tools: Path | None = None, *, kwok: bool = True) -> KubeCluster:
+def start_cluster(workdir: Path, tools: Path | None = None, *, kwok: bool = True,
+                  api_flags: tuple[str, ...] = ()) -> KubeCluster:
     """Starts etcd, kube-apiserver (ready) and kwok in ``workdir``; the caller stops it.
-    ``tools``: the build's output directory (default: :func:`tools_dir`)."""
+    ``tools``: the build's output directory (default: :func:`tools_dir`); ``api_flags``: more
+    kube-apiserver flags."""
     tools = tools if tools is not None else tools_dir()
     bin_dir = tools / "bin"
     for tool in ("kube-apiserver", "kwok"):
@@ -166,6 +168,7 @@ def start_cluster(workdir: Path, tools: Path | None = None, *, kwok: bool = True
             f"--cert-dir={workdir / 'certs'}", "--service-account-issuer=https://kubernetes.default.svc",
             "--service-account-key-file=sa.pub", "--service-account-signing-key-file=sa.key",
             "--token-auth-file=tokens.csv", "--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24",
+            *api_flags,
         ], workdir)
 
         def ready() -> bool:

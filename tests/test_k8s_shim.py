@@ -22,7 +22,7 @@ from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.scheduler.context import ClusterContext
 from pyscheduler.scheduler.loop import Scheduler
 from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi
-from pyscheduler_k8s.shim import KubeShim
+from pyscheduler_k8s.shim import KubeShim, ShimOptions
 
 QUEUES = """\
 partitions:
@@ -236,3 +236,81 @@ def test_served_with_the_shim_attached(kube: KubeCluster, tmp_path: Path) -> Non
         _delete_all(kube)
     log = server.log()
     assert code == 0 and "Traceback" not in log, log
+
+
+def _node_in_core(served: Served, name: str) -> Any:
+    partition = served.context.partitions["[pyscheduler-k8s]default"]
+    with partition.lock:
+        return partition.nodes.get(name)
+
+
+def test_nodes_follow_the_cluster(kube: KubeCluster, served: Served) -> None:
+    """Cordon, uncordon, a capacity change, a new node and a deleted node reach the core; a pod
+    another scheduler placed occupies its node."""
+    try:
+        kube.add_node("kwok-extra", cpu="2", memory="4Gi")
+        kube.wait_for("new node in the core", lambda: _node_in_core(served, "kwok-extra"), timeout=10)
+        patch = {"spec": {"unschedulable": True}}
+        answer = kube.session.patch(f"{kube.server}/api/v1/nodes/kwok-extra", json=patch, verify=False, timeout=10,
+                                    headers={"Content-Type": "application/merge-patch+json"})
+        assert answer.status_code == 200, answer.text
+        kube.wait_for("cordoned node drained", lambda: not _node_in_core(served, "kwok-extra").schedulable, timeout=10)
+        pinned = _pod(kube, "100m", nodeSelector={"kubernetes.io/hostname": "kwok-extra"})["metadata"]["name"]
+        time.sleep(1.0)
+        assert not _get(kube, pinned)["spec"].get("nodeName")  # not on a cordoned node
+        patch = {"spec": {"unschedulable": False}}
+        kube.session.patch(f"{kube.server}/api/v1/nodes/kwok-extra", json=patch, verify=False, timeout=10,
+                           headers={"Content-Type": "application/merge-patch+json"})
+        kube.wait_for("uncordoned: the waiting pod bound there",
+                      lambda: _get(kube, pinned)["spec"].get("nodeName") == "kwok-extra", timeout=20)
+        # Another scheduler's pod, bound by hand, occupies its node in the core.
+        foreign = _pod(kube, "1", scheduler="default-scheduler")["metadata"]["name"]
+        answer = kube.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods/{foreign}/binding", {
+            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": foreign},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": "kwok-extra"}})
+        assert answer.status_code == 201, answer.text
+        kube.wait_for("the foreign pod counted", lambda: _node_in_core(served, "kwok-extra").available.get("vcore")
+                      == 2000 - 100 - 1000, timeout=10)
+        # A capacity change (the node's allocatable) updates the core's node.
+        status = {"status": {"allocatable": {"cpu": "3", "memory": "4Gi", "pods": "110"}}}
+        answer = kube.session.patch(f"{kube.server}/api/v1/nodes/kwok-extra/status", json=status, verify=False,
+                                    timeout=10, headers={"Content-Type": "application/merge-patch+json"})
+        assert answer.status_code == 200, answer.text
+        kube.wait_for("capacity updated", lambda: _node_in_core(served, "kwok-extra").total.get("vcore") == 3000,
+                      timeout=10)
+        kube.request("DELETE", "/api/v1/nodes/kwok-extra")
+        kube.wait_for("deleted node decommissioned", lambda: _node_in_core(served, "kwok-extra") is None, timeout=10)
+    finally:
+        _delete_all(kube)
+        kube.request("DELETE", "/api/v1/nodes/kwok-extra")
+
+
+def test_an_expired_watch_lists_again(tmp_path: Path) -> None:
+    """410 Gone from a real API server: no watch cache and etcd compacted every second, so a pod
+    watch restarting from its list's version after other writes is too old. The shim lists
+    again, and what happened meanwhile is taken in."""
+    cluster = start_cluster(tmp_path / "kube", api_flags=("--watch-cache=false", "--etcd-compaction-interval=1s"))
+    try:
+        cluster.add_node("kwok-0", cpu="4", memory="8Gi")
+        cluster.ensure_namespace(NAMESPACE)
+        context = ClusterContext()
+        scheduler = Scheduler(context, idle_interval=0.02)
+        proxy = RMProxy(context)
+        shim = KubeShim(proxy, KubeApi(ClusterAccess.from_kubeconfig(str(cluster.kubeconfig))), QUEUES,
+                        ShimOptions(watch_timeout=1))
+        shim.start()
+        scheduler.start()
+        try:
+            for n in range(20):  # other writes: the revision moves on, the pods' list version gets compacted
+                cluster.request("POST", f"/api/v1/namespaces/{NAMESPACE}/configmaps", {"metadata": {"name": f"c{n}"}})
+            cluster.wait_for("the pod watch expired and listed again", lambda: shim.counts.relists >= 1, timeout=30)
+            name = _pod(cluster, "1")["metadata"]["name"]
+            cluster.wait_for("a pod after the relist bound", lambda: _get(cluster, name)["spec"].get("nodeName"),
+                             timeout=30)
+            assert shim.counts.bound == 1
+        finally:
+            shim.stop()
+            scheduler.stop()
+            proxy.stop()
+    finally:
+        cluster.stop()
