@@ -59,11 +59,12 @@ class Served:
     """A scheduler with the shim attached, as ``pyscheduler serve --rm pyscheduler_k8s:attach``
     runs them."""
 
-    def __init__(self, kube: KubeCluster) -> None:
+    def __init__(self, kube: KubeCluster, options: ShimOptions | None = None) -> None:
         self.context = ClusterContext()
         self.scheduler = Scheduler(self.context, idle_interval=0.02)
         self.proxy = RMProxy(self.context)
-        self.shim = KubeShim(self.proxy, KubeApi(ClusterAccess.from_kubeconfig(str(kube.kubeconfig))), QUEUES)
+        self.shim = KubeShim(self.proxy, KubeApi(ClusterAccess.from_kubeconfig(str(kube.kubeconfig))), QUEUES,
+                             options)
         self.context.event_system.start()  # request events reach the shim through it
         self.shim.start()
         self.scheduler.start()
@@ -314,3 +315,50 @@ def test_an_expired_watch_lists_again(tmp_path: Path) -> None:
             proxy.stop()
     finally:
         cluster.stop()
+
+
+def _queue_in_core(served: Served, path: str) -> Any:
+    partition = served.context.partitions["[pyscheduler-k8s]default"]
+    with partition.lock:
+        queue = partition.root
+        for name in path.split(".")[1:]:
+            queue = queue.children.get(name) if queue is not None else None
+        return queue
+
+
+def test_queues_come_from_the_config_map_and_follow_its_edits(kube: KubeCluster) -> None:
+    namespace = "pyscheduler"
+    kube.ensure_namespace(namespace)
+    maps = f"/api/v1/namespaces/{namespace}/configmaps"
+    with_extra = QUEUES.replace("          - name: batch\n", "          - name: batch\n          - name: extra\n")
+    # Only YuniKorn's ConfigMap at first: it is read as it is.
+    answer = kube.request("POST", maps, {"metadata": {"name": "yunikorn-configs"}, "data": {"queues.yaml": with_extra}})
+    assert answer.status_code == 201, answer.text
+    served = Served(kube, ShimOptions(namespace=namespace))
+    try:
+        assert _queue_in_core(served, "root.extra") is not None
+        # pyscheduler's own ConfigMap wins once it exists; an edit reloads the queues.
+        renamed = with_extra.replace("name: extra", "name: second")
+        answer = kube.request("POST", maps, {"metadata": {"name": "pyscheduler-configs"},
+                                              "data": {"queues.yaml": renamed}})
+        assert answer.status_code == 201, answer.text
+        kube.wait_for("root.second from pyscheduler-configs", lambda: _queue_in_core(served, "root.second"), timeout=10)
+        assert served.shim.counts.config_reloads == 1
+        # An invalid edit is refused: the running queues stay, the ConfigMap says why.
+        answer = kube.request("PUT", f"{maps}/pyscheduler-configs", {
+            "metadata": {"name": "pyscheduler-configs"}, "data": {"queues.yaml": "partitions: [not: {valid"}})
+        assert answer.status_code == 200, answer.text
+        kube.wait_for("refused", lambda: served.shim.counts.config_rejected == 1, timeout=10)
+        assert _queue_in_core(served, "root.second") is not None
+        warnings = kube.wait_for("a warning event on the ConfigMap", lambda: [
+            e for e in kube.request("GET", f"/api/v1/namespaces/{namespace}/events").json().get("items", [])
+            if e["involvedObject"]["name"] == "pyscheduler-configs" and e["reason"] == "InvalidConfiguration"])
+        assert warnings[0]["type"] == "Warning" and "the running one stays" in warnings[0]["message"]
+        # Pods are still placed under the running configuration.
+        name = _pod(kube, "100m", queue="root.second")["metadata"]["name"]
+        kube.wait_for("pod bound", lambda: _get(kube, name)["spec"].get("nodeName"), timeout=30)
+    finally:
+        served.stop()
+        _delete_all(kube)
+        for name in ("pyscheduler-configs", "yunikorn-configs"):
+            kube.request("DELETE", f"{maps}/{name}")

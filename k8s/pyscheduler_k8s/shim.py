@@ -1,6 +1,12 @@
 """The Kubernetes RM: nodes and pods of a real cluster in the core, the core's allocations as
 bindings (issue 15).
 
+**Configuration.** The queues come from the ConfigMap ``pyscheduler-configs`` (else
+``yunikorn-configs``) in the shim's namespace: key ``queues.yaml``, every other key a setting;
+without one, the service's configuration. The ConfigMaps are watched: an edit reloads the core
+(a ``ConfigurationApplied`` event on the ConfigMap), an invalid one is refused by the core with
+the running configuration kept and an ``InvalidConfiguration`` warning event on the ConfigMap.
+
 **Start.** The shim registers with the core (``rm_id`` ``pyscheduler-k8s``), lists the nodes
 (each one a core node: :mod:`.nodes`), then the pods: a pod of another scheduler bound to a node
 occupies it (a *foreign* allocation); a pod of ours already bound is an existing allocation (a
@@ -39,6 +45,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Final
 
+from pyscheduler.common.errors import ConfigError
 from pyscheduler.common.resources import Resource
 from pyscheduler.si import messages as si
 from pyscheduler.si.events import EventRecord, EventRecordType
@@ -58,6 +65,11 @@ UNSCHEDULABLE: Final = "Unschedulable"
 #: Settings the shim registers with: the core's request events are what tells a pod why it
 #: waits (they are off for other RMs by default).
 DEFAULT_EXTRA_CONFIG: Final = {"service.event.requestEventsEnabled": "true"}
+#: The ConfigMaps holding the configuration, the first one found wins (YuniKorn's name is
+#: accepted so a YuniKorn user changes nothing): ``queues.yaml`` is the queue configuration,
+#: every other key a setting (``service.event.*``, ...).
+CONFIG_MAP_NAMES: Final = ("pyscheduler-configs", "yunikorn-configs")
+QUEUES_KEY: Final = "queues.yaml"
 
 
 def _pending_reason(message: str) -> bool:
@@ -76,6 +88,8 @@ class ShimOptions:
     binders: int = 4
     #: Seconds a watch lasts before the server ends it (it is started again at once).
     watch_timeout: int = 300
+    #: The namespace of the configuration's ConfigMap (:data:`CONFIG_MAP_NAMES`).
+    namespace: str = "default"
 
 
 @dataclass
@@ -98,6 +112,8 @@ class _Counts:
     bind_failures: int = 0
     relists: int = 0
     unschedulable_marked: int = 0
+    config_reloads: int = 0
+    config_rejected: int = 0
 
 
 class KubeShim:
@@ -116,6 +132,8 @@ class KubeShim:
         self._apps: dict[str, set[str]] = {}
         self._stop = threading.Event()
         self._bindings: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        #: The ConfigMap's queues.yaml and settings last applied (None: the service's own).
+        self._applied: tuple[str, dict[str, str]] | None = None
         self._threads: list[threading.Thread] = []
         self.synced = threading.Event()
 
@@ -123,17 +141,21 @@ class KubeShim:
 
     def start(self) -> None:
         """Registers with the core, recovers the cluster's state, and starts following it."""
+        maps, map_version = self.api.list(self._config_maps_path)
+        found = self._configuration_of(maps)
+        config, extra = found if found is not None else (self.config_text, {})
         self.proxy.register_resource_manager(si.RegisterResourceManagerRequest(
-            rm_id=self.options.rm_id, policy_group="queues", config=self.config_text,
-            extra_config=DEFAULT_EXTRA_CONFIG), self)
+            rm_id=self.options.rm_id, policy_group="queues", config=config,
+            extra_config={**DEFAULT_EXTRA_CONFIG, **extra}), self)
+        self._applied = found
         node_version = self._relist_nodes()
         pod_version = self._relist_pods()
         self.synced.set()
-        for name, target, args in (("nodes", self._follow, ("/api/v1/nodes", node_version, self._on_node,
-                                                              self._relist_nodes)),
-                                   ("pods", self._follow, ("/api/v1/pods", pod_version, self._on_pod,
-                                                             self._relist_pods))):
-            self._spawn(f"k8s-watch-{name}", target, *args)
+        for name, args in (("nodes", ("/api/v1/nodes", node_version, self._on_node, self._relist_nodes)),
+                           ("pods", ("/api/v1/pods", pod_version, self._on_pod, self._relist_pods)),
+                           ("configmaps", (self._config_maps_path, map_version, self._on_config_map,
+                                           self._relist_config_maps))):
+            self._spawn(f"k8s-watch-{name}", self._follow, *args)
         for n in range(self.options.binders):
             self._spawn(f"k8s-binder-{n}", self._bind_loop)
 
@@ -200,6 +222,61 @@ class KubeShim:
         for item in items:
             self._on_pod("ADDED", item)
         return version
+
+    # -- the configuration ----------------------------------------------------------------------
+
+    @property
+    def _config_maps_path(self) -> str:
+        return f"/api/v1/namespaces/{self.options.namespace}/configmaps"
+
+    @staticmethod
+    def _configuration_of(maps: list[dict[str, Any]]) -> tuple[str, dict[str, str]] | None:
+        """(queues.yaml, settings) of the first ConfigMap of :data:`CONFIG_MAP_NAMES` present."""
+        by_name = {str((m.get("metadata") or {}).get("name", "")): m for m in maps}
+        for name in CONFIG_MAP_NAMES:
+            found = by_name.get(name)
+            if found is not None:
+                data = {str(k): str(v) for k, v in (found.get("data") or {}).items()}
+                return data.pop(QUEUES_KEY, ""), data
+        return None
+
+    def _relist_config_maps(self) -> str:
+        maps, version = self.api.list(self._config_maps_path)
+        self._apply_configuration(maps)
+        return version
+
+    def _on_config_map(self, kind: str, config_map: dict[str, Any]) -> None:
+        if str((config_map.get("metadata") or {}).get("name", "")) not in CONFIG_MAP_NAMES:
+            return
+        self._relist_config_maps()  # which one wins depends on the others: read them all
+
+    def _apply_configuration(self, maps: list[dict[str, Any]]) -> None:
+        """Reloads the core with the winning ConfigMap when it changed. An invalid one is
+        refused by the core (the running configuration stays) and said on the ConfigMap as a
+        warning event. A ConfigMap deleted leaves the running configuration as it is."""
+        found = self._configuration_of(maps)
+        if found is None or found == self._applied:
+            return
+        config, extra = found
+        winner = next(m for m in maps if (m.get("metadata") or {}).get("name") in CONFIG_MAP_NAMES
+                      and self._configuration_of([m]) == found)
+        meta = winner.get("metadata") or {}
+        reference = {"kind": "ConfigMap", "namespace": self.options.namespace, "name": str(meta.get("name", "")),
+                     "uid": str(meta.get("uid", "")), "apiVersion": "v1"}
+        try:
+            self.proxy.update_configuration(si.UpdateConfigurationRequest(
+                rm_id=self.options.rm_id, policy_group="queues", config=config,
+                extra_config={**DEFAULT_EXTRA_CONFIG, **extra}))
+        except ConfigError as exc:
+            self.counts.config_rejected += 1
+            self._applied = found  # said once; the next edit is tried again
+            log.warning("configuration in ConfigMap %s refused: %s", reference["name"], exc)
+            self._write_event(reference, "Warning", "InvalidConfiguration",
+                              f"configuration refused, the running one stays: {exc}")
+            return
+        self._applied = found
+        self.counts.config_reloads += 1
+        self._write_event(reference, "Normal", "ConfigurationApplied", "queues.yaml and settings applied")
 
     # -- nodes ----------------------------------------------------------------------------------
 
@@ -361,18 +438,22 @@ class KubeShim:
         self._event(namespace, name, uid, "Warning", "FailedScheduling", reason)
 
     def _event(self, namespace: str, name: str, uid: str, kind: str, reason: str, message: str) -> None:
-        now = self._clock()
-        stamp = _rfc3339(now)
+        self._write_event({"kind": "Pod", "namespace": namespace, "name": name, "uid": uid, "apiVersion": "v1"},
+                          kind, reason, message)
+
+    def _write_event(self, involved: Mapping[str, str], kind: str, reason: str, message: str) -> None:
+        """A core/v1 Event on ``involved``, as kube-scheduler writes them."""
+        stamp = _rfc3339(self._clock())
+        namespace, name = involved["namespace"], involved["name"]
         try:
             self.api.create_event(namespace, {
                 "metadata": {"generateName": f"{name}.", "namespace": namespace},
-                "involvedObject": {"kind": "Pod", "namespace": namespace, "name": name, "uid": uid, "apiVersion": "v1"},
-                "type": kind, "reason": reason, "message": message, "count": 1,
-                "firstTimestamp": stamp, "lastTimestamp": stamp,
+                "involvedObject": dict(involved), "type": kind, "reason": reason, "message": message[:1024],
+                "count": 1, "firstTimestamp": stamp, "lastTimestamp": stamp,
                 "source": {"component": self.options.component}, "reportingComponent": self.options.component,
             })
         except KubeApiError as exc:
-            log.info("event on %s/%s not written: %s", namespace, name, exc)
+            log.info("event on %s %s/%s not written: %s", involved["kind"], namespace, name, exc)
 
     # -- the core's callbacks ---------------------------------------------------------------------
 
