@@ -9,6 +9,7 @@ The control plane's binaries are built once per machine into the user's cache di
 from __future__ import annotations
 
 import itertools
+import subprocess
 import sys
 import time
 from collections.abc import Iterator
@@ -21,7 +22,7 @@ from kube_cluster import KubeCluster, start_cluster
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.scheduler.context import ClusterContext
 from pyscheduler.scheduler.loop import Scheduler
-from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi
+from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi, KubeApiError
 from pyscheduler_k8s.shim import KubeShim, ShimOptions
 
 QUEUES = """\
@@ -362,3 +363,57 @@ def test_queues_come_from_the_config_map_and_follow_its_edits(kube: KubeCluster)
         _delete_all(kube)
         for name in ("pyscheduler-configs", "yunikorn-configs"):
             kube.request("DELETE", f"{maps}/{name}")
+
+
+DEPLOY = Path(__file__).resolve().parent.parent / "k8s" / "deploy"
+
+
+def test_the_manifests_apply_and_their_role_is_enough(kube: KubeCluster, tmp_path: Path) -> None:
+    """k8s/deploy/ passes ``kubectl apply --dry-run=server``; applied for real, its service
+    account's token (and so its ClusterRole and Role) is all the shim needs: pods bound, a pod
+    marked unschedulable, events written, the ConfigMap read; and it may not read secrets."""
+    kube.ensure_namespace("pyscheduler")  # a server-side dry run cannot create the namespace its objects go in
+    kubectl = ["kubectl", f"--kubeconfig={kube.kubeconfig}"]
+    done = subprocess.run([*kubectl, "apply", "--dry-run=server", "-f", str(DEPLOY)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "deployment.apps/pyscheduler created (server dry run)" in done.stdout, done.stdout
+    for manifest in ("10-rbac.yaml", "20-configmap.yaml"):
+        done = subprocess.run([*kubectl, "apply", "-f", str(DEPLOY / manifest)], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+    answer = kube.request("POST", "/api/v1/namespaces/pyscheduler/serviceaccounts/pyscheduler/token",
+                          {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
+    assert answer.status_code == 201, answer.text
+    token = answer.json()["status"]["token"]
+    config = tmp_path / "kubeconfig"
+    config.write_text(kube.kubeconfig.read_text().replace(kube.token, token))
+    access = ClusterAccess.from_kubeconfig(str(config))
+    denied = KubeApi(access)
+    with pytest.raises(KubeApiError) as refused:
+        denied.list("/api/v1/namespaces/pyscheduler/secrets")
+    assert refused.value.status == 403
+    context = ClusterContext()
+    scheduler = Scheduler(context, idle_interval=0.02)
+    proxy = RMProxy(context)
+    context.event_system.start()
+    shim = KubeShim(proxy, KubeApi(access), QUEUES, ShimOptions(namespace="pyscheduler"))
+    shim.start()
+    scheduler.start()
+    try:
+        assert shim.counts.config_reloads == 0 and shim.synced.is_set()
+        fits = _pod(kube, "100m", queue="")["metadata"]["name"]  # the ConfigMap's placement: tag namespace
+        huge = _pod(kube, "64", queue="")["metadata"]["name"]
+        kube.wait_for("pod bound with the role", lambda: _get(kube, fits)["spec"].get("nodeName"), timeout=30)
+        kube.wait_for("pod marked unschedulable with the role", lambda: any(
+            c["type"] == "PodScheduled" and c["status"] == "False"
+            for c in _get(kube, huge).get("status", {}).get("conditions", [])), timeout=30)
+        assert shim.counts.bind_failures == 0 and shim.counts.unschedulable_marked == 1
+        assert any(e["reason"] == "Scheduled" for e in _events(kube, fits))
+    finally:
+        shim.stop()
+        scheduler.stop()
+        proxy.stop()
+        context.event_system.stop()
+        _delete_all(kube)
+        kube.request("DELETE", "/api/v1/namespaces/pyscheduler/configmaps/pyscheduler-configs")
