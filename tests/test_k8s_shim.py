@@ -23,6 +23,8 @@ from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.scheduler.context import ClusterContext
 from pyscheduler.scheduler.loop import Scheduler
 from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi, KubeApiError
+from pyscheduler_k8s.leader import LeaseSettings
+from pyscheduler_k8s.replica import Replica
 from pyscheduler_k8s.shim import KubeShim, ShimOptions
 
 QUEUES = """\
@@ -233,9 +235,22 @@ def test_served_with_the_shim_attached(kube: KubeCluster, tmp_path: Path) -> Non
         apps = server.get("/ws/v1/partition/default/queue/root.batch/applications").json()
         assert [a["applicationID"] for a in apps] == ["served-app"]
         assert apps[0]["allocations"][0]["nodeId"] == _get(kube, name)["spec"]["nodeName"]
+        # A second replica stands by, and says so.
+        leader = server.get("/ws/v1/k8s/leadership").json()
+        assert leader["role"] == "leader" and leader["holder"] == leader["identity"]
+        standby = launch(tmp_path, ["--config", str(config), "--rm", "pyscheduler_k8s:attach"],
+                         {"PYSCHEDULER_K8S_KUBECONFIG": str(kube.kubeconfig)})
+        try:
+            status = kube.wait_for("the second replica saw the leader", lambda: (
+                found if (found := standby.get("/ws/v1/k8s/leadership").json())["holder"] else None), timeout=10)
+            assert status["role"] == "standby" and status["holder"] == leader["identity"]
+            assert standby.get("/ws/v1/partition/default/nodes").status_code == 404  # it runs no shim
+        finally:
+            assert stop(standby) == 0
     finally:
         code = stop(server)
         _delete_all(kube)
+        kube.request("DELETE", "/apis/coordination.k8s.io/v1/namespaces/default/leases/pyscheduler")
     log = server.log()
     assert code == 0 and "Traceback" not in log, log
 
@@ -417,3 +432,63 @@ def test_the_manifests_apply_and_their_role_is_enough(kube: KubeCluster, tmp_pat
         context.event_system.stop()
         _delete_all(kube)
         kube.request("DELETE", "/api/v1/namespaces/pyscheduler/configmaps/pyscheduler-configs")
+
+
+def _replica(kube: KubeCluster, identity: str) -> tuple[Replica, Served]:
+    """A replica as attach() makes it, with short lease times (the defaults are kube-scheduler's)."""
+    served = Served.__new__(Served)
+    served.context = ClusterContext()
+    served.scheduler = Scheduler(served.context, idle_interval=0.02)
+    served.proxy = RMProxy(served.context)
+    served.context.event_system.start()
+    served.scheduler.start()
+    api = KubeApi(ClusterAccess.from_kubeconfig(str(kube.kubeconfig)))
+    replica = Replica(lambda: KubeShim(served.proxy, api, QUEUES), api, identity,
+                      LeaseSettings(namespace=NAMESPACE, lease_duration=3.0, renew_deadline=2.0, retry_period=0.25))
+    return replica, served
+
+
+def test_two_replicas_one_leads_and_the_standby_takes_over(kube: KubeCluster) -> None:
+    first, first_core = _replica(kube, "replica-a")
+    second, second_core = _replica(kube, "replica-b")
+    try:
+        first.start()
+        assert first.leading.wait(20)
+        second.start()
+        time.sleep(1.0)
+        assert second.status()["role"] == "standby" and second.status()["holder"] == "replica-a"
+        assert second.shim is None  # a standby runs no shim: it binds nothing
+        names = [_pod(kube, "1", app="ha")["metadata"]["name"] for _ in range(4)]
+        kube.wait_for("bound by the leader", lambda: all(_get(kube, n)["spec"].get("nodeName") for n in names),
+                      timeout=30)
+        first_shim = first.shim
+        assert first_shim is not None and first_shim.counts.bound == 4
+        # The leader dies without releasing its Lease: the standby takes over once it expires.
+        died = time.monotonic()
+        first.kill()
+        first_core.scheduler.stop()
+        assert second.leading.wait(20)
+        took_over = time.monotonic() - died
+        assert took_over < 3.0 + 2.0, took_over  # the lease duration, plus the retries and the recovery
+        second_shim = second.shim
+        assert second_shim is not None
+        # It recovered the four bound pods (no binding twice) and places new ones.
+        assert second_core.app_allocations("ha") == 4 and second_shim.counts.bound == 0
+        late = _pod(kube, "1", app="ha")["metadata"]["name"]
+        kube.wait_for("bound by the new leader", lambda: _get(kube, late)["spec"].get("nodeName"), timeout=30)
+        assert second_shim.counts.bound == 1
+        lease = kube.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/pyscheduler").json()
+        assert lease["spec"]["holderIdentity"] == "replica-b" and lease["spec"]["leaseTransitions"] == 1
+        # A leader that stops releases the Lease at once.
+        second.stop()
+        lease = kube.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/pyscheduler").json()
+        assert lease["spec"].get("holderIdentity", "") == ""
+    finally:
+        first.stop()
+        second.stop()
+        for core in (first_core, second_core):
+            core.scheduler.stop()
+            core.proxy.stop()
+            core.context.event_system.stop()
+        kube.request("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/pyscheduler")
+        _delete_all(kube)

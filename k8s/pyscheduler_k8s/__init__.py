@@ -16,9 +16,11 @@ from typing import Any
 
 from pyscheduler_k8s.kubeapi import SERVICE_ACCOUNT_DIR, ClusterAccess, KubeApi
 from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES
+from pyscheduler_k8s.leader import LeaseSettings, default_identity
+from pyscheduler_k8s.replica import Replica
 from pyscheduler_k8s.shim import KubeShim, ShimOptions
 
-__all__ = ["KubeShim", "ShimOptions", "attach"]
+__all__ = ["KubeShim", "Replica", "ShimOptions", "attach"]
 
 
 def _namespace() -> str:
@@ -31,11 +33,31 @@ def _namespace() -> str:
         return "default"
 
 
-def attach(service: Any) -> KubeShim:
-    """The ``--rm`` entry point: a shim on the cluster the environment names, started."""
+def attach(service: Any) -> Replica | KubeShim:
+    """The ``--rm`` entry point: the shim on the cluster the environment names, behind leader
+    election (``PYSCHEDULER_K8S_LEADER_ELECTION``, default on: a Lease ``pyscheduler`` in the
+    shim's namespace) or started at once; ``GET /ws/v1/k8s/leadership`` says which replica
+    leads."""
     names = tuple(n.strip() for n in os.environ.get("PYSCHEDULER_K8S_SCHEDULER_NAMES", "").split(",") if n.strip())
     access = ClusterAccess.discover(os.environ.get("PYSCHEDULER_K8S_KUBECONFIG") or None)
-    shim = KubeShim(service.proxy, KubeApi(access), service.config_text,
-                    ShimOptions(scheduler_names=names or DEFAULT_SCHEDULER_NAMES, namespace=_namespace()))
-    shim.start()
-    return shim
+    api = KubeApi(access)
+    options = ShimOptions(scheduler_names=names or DEFAULT_SCHEDULER_NAMES, namespace=_namespace())
+
+    def make_shim() -> KubeShim:
+        return KubeShim(service.proxy, api, service.config_text, options)
+
+    if os.environ.get("PYSCHEDULER_K8S_LEADER_ELECTION", "true").strip().lower() in ("0", "false", "no", "off"):
+        shim = make_shim()
+        shim.start()
+        _route(service, lambda: {"role": "leader", "identity": "", "holder": "", "lease": ""})
+        return shim
+    replica = Replica(make_shim, api, default_identity(), LeaseSettings(namespace=options.namespace))
+    replica.start()
+    _route(service, replica.status)
+    return replica
+
+
+def _route(service: Any, status: Any) -> None:
+    app = getattr(service, "app", None)
+    if app is not None:
+        app.add_url_rule("/ws/v1/k8s/leadership", "k8s_leadership", status)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import os
+import socket
 import tempfile
 import threading
 from collections.abc import Iterator, Mapping
@@ -136,6 +137,9 @@ class KubeApi:
     def __init__(self, access: ClusterAccess) -> None:
         self.access = access
         self._local = threading.local()
+        #: Watches being read (closed by :meth:`close_watches`).
+        self._watches: dict[requests.Response, Any] = {}
+        self._watches_lock = threading.Lock()
         if not access.verify:
             import urllib3
 
@@ -201,18 +205,40 @@ class KubeApi:
                                  verify=self._verify) as answer:
             if answer.status_code >= 300:
                 raise _error(answer.status_code, answer.content)
-            for line in answer.iter_lines(chunk_size=65536):
-                if stop is not None and stop.is_set():
-                    return
-                if not line:
-                    continue
-                event = orjson.loads(line)
-                kind, obj = str(event.get("type", "")), event.get("object") or {}
-                if kind == "ERROR":
-                    code = int(obj.get("code", 500))
-                    raise (WatchExpired if code == 410 else KubeApiError)(code, str(obj.get("reason", "")),
-                                                                          str(obj.get("message", "")))
-                yield kind, obj
+            with self._watches_lock:
+                # Its socket: shutting that down is what wakes a reader blocked in it.
+                self._watches[answer] = getattr(getattr(answer.raw, "connection", None), "sock", None)
+            try:
+                for line in answer.iter_lines(chunk_size=65536):
+                    if stop is not None and stop.is_set():
+                        return
+                    if not line:
+                        continue
+                    event = orjson.loads(line)
+                    kind, obj = str(event.get("type", "")), event.get("object") or {}
+                    if kind == "ERROR":
+                        code = int(obj.get("code", 500))
+                        raise (WatchExpired if code == 410 else KubeApiError)(code, str(obj.get("reason", "")),
+                                                                              str(obj.get("message", "")))
+                    yield kind, obj
+            finally:
+                with self._watches_lock:
+                    self._watches.pop(answer, None)
+
+    def close_watches(self) -> None:
+        """Ends every watch being read now (their readers see the stream end): a stopping shim
+        does not wait for the server's next event."""
+        with self._watches_lock:
+            sockets = list(self._watches.values())
+        for sock in sockets:
+            if sock is None:
+                continue
+            try:
+                # The plain socket's shutdown (not the TLS one, which the reader is inside of):
+                # the blocked read returns, the stream ends with an error its reader expects.
+                socket.socket.shutdown(sock, socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def bind(self, namespace: str, name: str, node: str) -> None:
         self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", {

@@ -166,6 +166,7 @@ class KubeShim:
 
     def stop(self) -> None:
         self._stop.set()
+        self.api.close_watches()
         for _ in range(self.options.binders):
             self._bindings.put(None)
         for thread in self._threads:

@@ -1,0 +1,198 @@
+"""Two replicas, one active: leader election through a ``coordination.k8s.io/v1`` Lease, the way
+client-go's ``leaderelection`` runs it for kube-scheduler and the controllers (YuniKorn has none).
+
+Every ``retry_period`` each replica reads the Lease. A replica takes it when nobody holds it or
+when the holder has not renewed it for ``lease_duration`` *as this replica observed it* (the time
+this replica last saw the record change, not the holder's clock: clocks may disagree); the
+leader renews it. Every write is an update with the record's resource version, so two replicas
+that try at once cannot both win (one gets 409 Conflict). A leader that cannot renew for
+``renew_deadline`` steps down. Stopping a leader releases the Lease (empty holder), so a standby
+takes over at its next retry instead of after the lease duration.
+
+``on_started_leading`` runs on its own thread (starting the shim lists the whole cluster, and
+renewals must go on meanwhile); ``on_stopped_leading`` on the elector's thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pyscheduler_k8s.kubeapi import KubeApi, KubeApiError
+
+__all__ = ["LeaderElector", "LeaseSettings", "default_identity"]
+
+log = logging.getLogger(__name__)
+
+
+def default_identity() -> str:
+    """``<hostname>_<uuid>``, as client-go's users make it: unique per process."""
+    return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+@dataclass(frozen=True)
+class LeaseSettings:
+    name: str = "pyscheduler"
+    namespace: str = "default"
+    #: kube-scheduler's defaults.
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+class LeaderElector:
+    def __init__(self, api: KubeApi, identity: str, settings: LeaseSettings,
+                 on_started_leading: Callable[[], None], on_stopped_leading: Callable[[], None],
+                 *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.api = api
+        self.identity = identity
+        self.settings = settings
+        self._on_started = on_started_leading
+        self._on_stopped = on_stopped_leading
+        self._clock = clock
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+        self._leader = False
+        #: The holder last seen, and the record (holder, renew time) with when it was seen to change.
+        self._holder = ""
+        self._observed: tuple[str, str] | None = None
+        self._observed_at = 0.0
+        self._last_renew = 0.0
+        self.transitions = 0
+
+    @property
+    def path(self) -> str:
+        return f"/apis/coordination.k8s.io/v1/namespaces/{self.settings.namespace}/leases/{self.settings.name}"
+
+    def status(self) -> dict[str, Any]:
+        """What the REST API shows: this replica's role, its identity, the holder it last saw."""
+        with self._lock:
+            return {"role": "leader" if self._leader else "standby", "identity": self.identity,
+                    "holder": self._holder, "lease": f"{self.settings.namespace}/{self.settings.name}"}
+
+    @property
+    def is_leader(self) -> bool:
+        with self._lock:
+            return self._leader
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name="k8s-leader-election", daemon=True)
+        self._thread.start()
+
+    def stop(self, *, release: bool = True) -> None:
+        """Stops taking part; a leader steps down (``release``: and empties the Lease's holder
+        so a standby takes over at once; False plays a replica that died)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10.0)
+        if self.is_leader:
+            if release:
+                self._release()
+            self._step_down()
+
+    # -- the loop -----------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                held = self._try_acquire_or_renew()
+            except Exception:  # the API server is unreachable or answered nonsense: retry
+                log.exception("lease %s: acquire or renew failed", self.path)
+                held = False
+            now = self._clock()
+            if held:
+                self._last_renew = now
+                if not self.is_leader:
+                    with self._lock:
+                        self._leader = True
+                    log.info("%s leads (lease %s)", self.identity, self.path)
+                    threading.Thread(target=self._on_started, name="k8s-leader-start", daemon=True).start()
+            elif self.is_leader and now - self._last_renew > self.settings.renew_deadline:
+                log.warning("%s could not renew lease %s for %g s: stepping down", self.identity, self.path,
+                            self.settings.renew_deadline)
+                self._step_down()
+            self._stop.wait(self.settings.retry_period)
+
+    def _step_down(self) -> None:
+        with self._lock:
+            was, self._leader = self._leader, False
+        if was:
+            self._on_stopped()
+
+    def _try_acquire_or_renew(self) -> bool:
+        now_text = _micro_time()
+        try:
+            lease = self.api.request("GET", self.path)
+        except KubeApiError as exc:
+            if exc.status != 404:
+                raise
+            return self._create(now_text)
+        spec = lease.get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        record = (holder, str(spec.get("renewTime") or ""))
+        now = self._clock()
+        if record != self._observed:
+            self._observed, self._observed_at = record, now
+        with self._lock:
+            self._holder = holder
+        duration = float(spec.get("leaseDurationSeconds") or self.settings.lease_duration)
+        if holder and holder != self.identity and now < self._observed_at + duration:
+            return False  # held by another replica that renews it
+        new_spec = dict(spec)
+        new_spec.update(holderIdentity=self.identity, renewTime=now_text,
+                        leaseDurationSeconds=int(round(self.settings.lease_duration)))
+        if holder != self.identity:
+            new_spec.update(acquireTime=now_text, leaseTransitions=int(spec.get("leaseTransitions") or 0) + 1)
+        lease["spec"] = new_spec
+        try:
+            self.api.request("PUT", self.path, lease)
+        except KubeApiError as exc:
+            if exc.status == 409:
+                return False  # another replica wrote it first
+            raise
+        if holder != self.identity:
+            self.transitions += 1
+        with self._lock:
+            self._holder = self.identity
+        return True
+
+    def _create(self, now_text: str) -> bool:
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": self.settings.name, "namespace": self.settings.namespace},
+                "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": int(round(self.settings.lease_duration)),
+                         "acquireTime": now_text, "renewTime": now_text, "leaseTransitions": 0}}
+        try:
+            self.api.request("POST", self.path.rsplit("/", 1)[0], body)
+        except KubeApiError as exc:
+            if exc.status == 409:
+                return False
+            raise
+        self.transitions += 1
+        with self._lock:
+            self._holder = self.identity
+        return True
+
+    def _release(self) -> None:
+        try:
+            lease = self.api.request("GET", self.path)
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            spec.update(holderIdentity="", leaseDurationSeconds=1, renewTime=_micro_time())
+            lease["spec"] = spec
+            self.api.request("PUT", self.path, lease)
+        except KubeApiError as exc:
+            log.info("lease %s not released: %s", self.path, exc)
+
+
+def _micro_time() -> str:
+    """A MicroTime: RFC 3339 with microseconds."""
+    return datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
