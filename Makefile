@@ -9,6 +9,7 @@
 #   make k8s-tools  etcd, kube-apiserver and kwok for the Kubernetes tests, into ~/.cache/pyscheduler/ (once:
 #                about 11 min on 2 cores; see shared/spec/kubernetes.md)
 #   make k8s-smoke  a real control plane on loopback: a fake node, a pod bound and Running
+#   make k8s-demo   that control plane with 50 fake nodes and pyscheduler scheduling its pods
 #   make clean   remove build output and the virtual environment
 
 PYTHON ?= python3
@@ -28,7 +29,8 @@ LOADTEST_ARGS ?=
 # Options for `pyscheduler serve` (see `pyscheduler serve --help`): make serve SERVE_ARGS="--bind 0.0.0.0:9080"
 SERVE_ARGS ?=
 
-.PHONY: venv build web serve test cargo-test typecheck lint-imports pytest bench wheels clean proto k8s-tools k8s-smoke
+.PHONY: venv build web serve test cargo-test typecheck lint-imports pytest bench wheels clean proto k8s-tools k8s-smoke \
+	k8s-demo
 
 venv: $(STAMP)
 
@@ -99,6 +101,11 @@ k8s-tools:
 
 k8s-smoke: venv k8s-tools
 	$(PY) tests/kube_cluster.py
+
+# A control plane with 50 fake nodes and pyscheduler serving it (REST API and the shim); prints
+# how to point kubectl at it. Ctrl-C stops everything.
+k8s-demo: build web k8s-tools
+	$(PY) tools/k8s/demo.py $(DEMO_ARGS)
 
 # Regenerates the committed gRPC code of the socket reporter plugins from protos/ (grpcio-tools,
 # pinned in requirements/dev.txt); tests/test_reporter_protos.py checks it is up to date.

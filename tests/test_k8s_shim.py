@@ -492,3 +492,12 @@ def test_two_replicas_one_leads_and_the_standby_takes_over(kube: KubeCluster) ->
             core.context.event_system.stop()
         kube.request("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/pyscheduler")
         _delete_all(kube)
+
+
+def test_the_demo_schedules_a_pod() -> None:
+    """``make k8s-demo``'s script (tools/k8s/demo.py) on 3 nodes with ``--check``: its own
+    control plane, pyscheduler serving with the shim, a pod bound, everything stopped."""
+    done = subprocess.run([sys.executable, str(DEPLOY.parent.parent / "tools" / "k8s" / "demo.py"), "--nodes", "3",
+                           "--check"], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "export KUBECONFIG=" in done.stdout and "check: pod demo/hello bound to kwok-node-" in done.stdout
