@@ -92,16 +92,29 @@ class KubeCluster:
         """A fake node (:func:`fake_node`), Ready, without the ``not-ready`` taint the API server
         puts on a new node: the node lifecycle controller would take it off once the node is
         Ready, but no controller manager runs here."""
-        answer = self.request("POST", "/api/v1/nodes", fake_node(name, **allocatable))
-        if answer.status_code != 201:
-            raise RuntimeError(f"POST node {name}: {answer.status_code} {answer.text[:300]}")
+        self.add_nodes([name], **allocatable)
 
-        def ready() -> dict[str, Any] | None:
-            node: dict[str, Any] = self.request("GET", f"/api/v1/nodes/{name}").json()
-            conditions = node.get("status", {}).get("conditions", [])
-            return node if any(c["type"] == "Ready" and c["status"] == "True" for c in conditions) else None
+    def add_nodes(self, names: list[str], timeout: float = 180.0, **allocatable: str) -> None:
+        """:meth:`add_node` for many: all created, then each made ready as kwok gets to it."""
+        for name in names:
+            answer = self.request("POST", "/api/v1/nodes", fake_node(name, **allocatable))
+            if answer.status_code != 201:
+                raise RuntimeError(f"POST node {name}: {answer.status_code} {answer.text[:300]}")
+        waiting = set(names)
 
-        node = self.wait_for(f"node {name} Ready", ready)
+        def ready() -> bool:
+            for item in self.request("GET", "/api/v1/nodes", timeout=30).json().get("items", []):
+                name = item["metadata"]["name"]
+                conditions = item.get("status", {}).get("conditions", [])
+                if name in waiting and any(c["type"] == "Ready" and c["status"] == "True" for c in conditions):
+                    self._untaint(item)
+                    waiting.discard(name)
+            return not waiting
+
+        self.wait_for(f"{len(names)} nodes Ready", ready, timeout=timeout, interval=0.2)
+
+    def _untaint(self, node: dict[str, Any]) -> None:
+        name = node["metadata"]["name"]
         taints = [t for t in node.get("spec", {}).get("taints") or () if t.get("key") != "node.kubernetes.io/not-ready"]
         patch = [{"op": "replace" if "taints" in node.get("spec", {}) else "add", "path": "/spec/taints", "value": taints}]
         answer = self.session.patch(f"{self.server}/api/v1/nodes/{name}", json=patch, verify=False, timeout=10,

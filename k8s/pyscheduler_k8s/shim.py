@@ -97,8 +97,9 @@ class _Pod:
     view: PodView
     raw: Mapping[str, Any]
     #: ``ask``: pending in the core; ``allocated``: the core placed it (binding or bound);
-    #: ``foreign``: another scheduler's pod on a node; ``held``: ours, but not schedulable as
-    #: it is (its problem is on the pod).
+    #: ``released``: the core ended its allocation (its node went away); ``foreign``: another
+    #: scheduler's pod on a node; ``held``: ours, but not schedulable as it is (its problem is
+    #: on the pod).
     state: str
     node: str = ""
     ports: frozenset[HostPort] = frozenset()
@@ -363,14 +364,16 @@ class KubeShim:
             if record is None:
                 return
             app_left = False
-            if record.state in ("ask", "allocated"):
+            if record.state in ("ask", "allocated", "released"):
                 members = self._apps.get(record.view.app_id)
                 if members is not None:
                     members.discard(view.uid)
                     if not members:
                         del self._apps[record.view.app_id]
                         app_left = True
-        if record.state == "held":
+        if record.state in ("held", "released"):
+            if app_left:
+                self._remove_application(record.view.app_id)
             return
         release = si.AllocationRelease(
             partition_name=self.options.partition, application_id="" if record.state == "foreign" else record.view.app_id,
@@ -378,8 +381,11 @@ class KubeShim:
         self.proxy.update_allocation(si.AllocationRequest(
             releases=si.AllocationReleasesRequest(allocations_to_release=(release,)), rm_id=self.options.rm_id))
         if app_left:
-            self.proxy.update_application(si.ApplicationRequest(remove=(si.RemoveApplicationRequest(
-                application_id=record.view.app_id, partition_name=self.options.partition),), rm_id=self.options.rm_id))
+            self._remove_application(record.view.app_id)
+
+    def _remove_application(self, app_id: str) -> None:
+        self.proxy.update_application(si.ApplicationRequest(remove=(si.RemoveApplicationRequest(
+            application_id=app_id, partition_name=self.options.partition),), rm_id=self.options.rm_id))
 
     # -- binding --------------------------------------------------------------------------------
 
@@ -468,6 +474,12 @@ class KubeShim:
             self._bindings.put((allocation.allocation_key, allocation.node_id))
         for rejected in response.rejected_allocations:
             self._mark_unschedulable(rejected.allocation_key, f"rejected by the scheduler: {rejected.reason}")
+        for released in response.released:
+            # The core ended it (its node was removed, ...): the pod's end sends nothing more.
+            with self._lock:
+                record = self._pods.get(released.allocation_key)
+                if record is not None and record.state == "allocated":
+                    record.state, record.node = "released", ""
 
     def update_application(self, response: si.ApplicationResponse) -> None:
         for rejected in response.rejected:
