@@ -185,8 +185,23 @@ def test_node_selector_and_taints_are_checked_by_the_shim(kube: KubeCluster, ser
 
         kube.wait_for("selector matching no node: unschedulable", unschedulable, timeout=30)
         assert not _get(kube, nowhere)["spec"].get("nodeName")
+        # A tainted node takes only the pods that tolerate its taint.
+        kube.add_node("kwok-tainted", cpu="4", memory="8Gi")
+        taint = {"spec": {"taints": [{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}]}}
+        answer = kube.session.patch(f"{kube.server}/api/v1/nodes/kwok-tainted", json=taint, verify=False, timeout=10,
+                                    headers={"Content-Type": "application/merge-patch+json"})
+        assert answer.status_code == 200, answer.text
+        on_tainted = {"kubernetes.io/hostname": "kwok-tainted"}
+        time.sleep(0.5)  # the shim has seen the taint
+        intolerant = _pod(kube, "100m", nodeSelector=on_tainted)["metadata"]["name"]
+        tolerant = _pod(kube, "100m", nodeSelector=on_tainted, tolerations=[
+            {"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}])["metadata"]["name"]
+        kube.wait_for("the tolerating pod bound there", lambda: _get(kube, tolerant)["spec"].get("nodeName"), timeout=30)
+        assert _get(kube, tolerant)["spec"]["nodeName"] == "kwok-tainted"
+        assert not _get(kube, intolerant)["spec"].get("nodeName")
     finally:
         _delete_all(kube)
+        kube.request("DELETE", "/api/v1/nodes/kwok-tainted")
 
 
 def test_ended_pods_give_their_room_back_and_a_restart_binds_nothing_twice(kube: KubeCluster,
