@@ -168,6 +168,13 @@ def test_a_pod_that_fits_nowhere_is_marked_unschedulable(kube: KubeCluster, serv
         # Written once for the same reason, however many cycles skip it.
         time.sleep(1.0)
         assert len([e for e in _events(kube, huge) if e["reason"] == "FailedScheduling"]) == 1
+        # Bound by someone else while it waits: the ask goes, the pod is an allocation on that node.
+        answer = kube.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods/{huge}/binding", {
+            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": huge},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": "kwok-1"}})
+        assert answer.status_code == 201, answer.text
+        kube.wait_for("recorded as an allocation", lambda: served.app_allocations("app-1") == 1, timeout=10)
+        assert served.shim.counts.bound == 0
     finally:
         _delete_all(kube)
 
@@ -516,3 +523,55 @@ def test_the_demo_schedules_a_pod() -> None:
                            "--check"], capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "export KUBECONFIG=" in done.stdout and "check: pod demo/hello bound to kwok-node-" in done.stdout
+
+
+def test_a_refused_binding_is_tried_again_with_backoff(kube: KubeCluster, tmp_path: Path) -> None:
+    """A binding the API server refuses for a reason other than the pod being gone or bound
+    (here 403: the account may not bind yet) gives the room back and the pod asks again after
+    a growing wait, until it is allowed."""
+    kube.ensure_namespace("limited")
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "no-binding"},
+            "rules": [{"apiGroups": [""], "resources": ["nodes", "pods", "configmaps"], "verbs": ["list", "watch"]},
+                      {"apiGroups": [""], "resources": ["pods/status"], "verbs": ["patch"]},
+                      {"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]}
+    subject = [{"kind": "ServiceAccount", "name": "default", "namespace": "limited"}]
+    for path, body in (("/apis/rbac.authorization.k8s.io/v1/clusterroles", role),
+                       ("/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+                           "metadata": {"name": "no-binding"}, "subjects": subject,
+                           "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                                       "name": "no-binding"}})):
+        answer = kube.request("POST", path, body)
+        assert answer.status_code == 201, answer.text
+    answer = kube.request("POST", "/api/v1/namespaces/limited/serviceaccounts/default/token",
+                          {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
+    config = tmp_path / "kubeconfig"
+    config.write_text(kube.kubeconfig.read_text().replace(kube.token, answer.json()["status"]["token"]))
+    context = ClusterContext()
+    scheduler = Scheduler(context, idle_interval=0.02)
+    proxy = RMProxy(context)
+    shim = KubeShim(proxy, KubeApi(ClusterAccess.from_kubeconfig(str(config))), QUEUES,
+                    ShimOptions(namespace="limited"))
+    shim.start()
+    scheduler.start()
+    try:
+        name = _pod(kube, "100m")["metadata"]["name"]
+        kube.wait_for("two refused bindings (1 s apart)", lambda: shim.counts.bind_failures >= 2, timeout=20)
+        assert not _get(kube, name)["spec"].get("nodeName")
+        answer = kube.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", {
+            "metadata": {"name": "may-bind"}, "subjects": subject,
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "pyscheduler-bind"}})
+        assert answer.status_code == 201, answer.text
+        answer = kube.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", {
+            "metadata": {"name": "pyscheduler-bind"},
+            "rules": [{"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}]})
+        assert answer.status_code == 201, answer.text
+        kube.wait_for("bound once allowed", lambda: _get(kube, name)["spec"].get("nodeName"), timeout=30)
+        assert shim.counts.bound == 1
+    finally:
+        shim.stop()
+        scheduler.stop()
+        proxy.stop()
+        _delete_all(kube)
+        for kind, name in (("clusterrolebindings", "no-binding"), ("clusterrolebindings", "may-bind"),
+                           ("clusterroles", "no-binding"), ("clusterroles", "pyscheduler-bind")):
+            kube.request("DELETE", f"/apis/rbac.authorization.k8s.io/v1/{kind}/{name}")

@@ -59,8 +59,10 @@ __all__ = ["KubeShim", "ShimOptions"]
 log = logging.getLogger(__name__)
 
 RM_ID: Final = "pyscheduler-k8s"
-#: Seconds between attempts after a watch or a list failed.
+#: Seconds between attempts after a watch or a list failed, and the first wait before a pod
+#: whose binding failed asks again (doubled each time, up to the maximum).
 RETRY_DELAY: Final = 1.0
+RETRY_BACKOFF_MAX: Final = 60.0
 UNSCHEDULABLE: Final = "Unschedulable"
 #: Settings the shim registers with: the core's request events are what tells a pod why it
 #: waits (they are off for other RMs by default).
@@ -105,6 +107,8 @@ class _Pod:
     ports: frozenset[HostPort] = frozenset()
     #: The last reason written to the pod (so it is written once).
     reason: str = ""
+    #: Bindings of it that failed (the next ask waits longer each time).
+    failures: int = 0
 
 
 @dataclass
@@ -320,12 +324,20 @@ class KubeShim:
             self._pod_gone(view)
             return
         ours = view.scheduler_name in self.options.scheduler_names
+        bound_elsewhere = False
         with self._lock:
             known = self._pods.get(view.uid)
             if known is not None:
                 known.raw = pod
                 known.view = view
-                return
+                bound_elsewhere = known.state == "ask" and bool(view.node_name)
+                if bound_elsewhere:  # bound by someone else while it waited: an allocation there
+                    known.state, known.node = "allocated", view.node_name
+        if known is not None:
+            if bound_elsewhere:
+                self._withdraw_and_recover(view)
+            return
+        with self._lock:
             if not ours and not view.node_name:
                 return  # another scheduler's pending pod: nothing yet
             record = _Pod(view, pod, "foreign" if not ours else "allocated" if view.node_name else "ask",
@@ -350,10 +362,16 @@ class KubeShim:
                 application_id=view.app_id, queue_name=view.queue, partition_name=self.options.partition,
                 ugi=si.UserGroupInformation(user=view.user, groups=view.groups),
                 tags={si.KEY_NAMESPACE: view.namespace}),), rm_id=self.options.rm_id))
-        self._allocate(si.Allocation(
-            allocation_key=view.uid, application_id=view.app_id, partition_name=self.options.partition,
-            node_id=view.node_name, resource_per_alloc=si_resource(view.request), priority=view.priority,
-            allocation_tags={"creationTime": str(view.created), si.KEY_NAMESPACE: view.namespace}))
+        self._allocate(self._ask_of(view))
+
+    def _withdraw_and_recover(self, view: PodView) -> None:
+        """A pending pod of ours bound by someone else: its ask goes, its allocation is recorded."""
+        release = si.AllocationRelease(partition_name=self.options.partition, application_id=view.app_id,
+                                       allocation_key=view.uid, termination_type=si.TerminationType.STOPPED_BY_RM,
+                                       message="bound by another binder")
+        self.proxy.update_allocation(si.AllocationRequest(
+            releases=si.AllocationReleasesRequest(allocations_to_release=(release,)), rm_id=self.options.rm_id))
+        self._allocate(self._ask_of(view))
 
     def _allocate(self, allocation: si.Allocation) -> None:
         self.proxy.update_allocation(si.AllocationRequest(allocations=(allocation,), rm_id=self.options.rm_id))
@@ -402,27 +420,52 @@ class KubeShim:
                 continue  # gone meanwhile: its release has been sent
             try:
                 self.api.bind(target[0], target[1], node)
-            except Exception as exc:  # gone, or bound meanwhile: give the room back
+            except Exception as exc:  # gone, bound meanwhile, or the API server failed
                 self.counts.bind_failures += 1
                 log.warning("binding %s/%s to %s failed: %s", target[0], target[1], node, exc)
-                self._release_failed_binding(uid, str(exc))
+                self._release_failed_binding(uid, exc)
                 continue
             self.counts.bound += 1
             self._event(target[0], target[1], uid, "Normal", "Scheduled",
                         f"Successfully assigned {target[0]}/{target[1]} to {node}")
 
-    def _release_failed_binding(self, uid: str, why: str) -> None:
+    def _release_failed_binding(self, uid: str, error: Exception) -> None:
+        """Gives the allocation's room back. A pod that is gone (404) or bound meanwhile (409)
+        is the watch's to report; after any other failure the pod asks again."""
         with self._lock:
             record = self._pods.get(uid)
             if record is None:
                 return
             record.state, record.node = "ask", ""
-            app_id = record.view.app_id
-        release = si.AllocationRelease(partition_name=self.options.partition, application_id=app_id,
+            view = record.view
+        release = si.AllocationRelease(partition_name=self.options.partition, application_id=view.app_id,
                                        allocation_key=uid, termination_type=si.TerminationType.STOPPED_BY_RM,
-                                       message=f"binding failed: {why}")
+                                       message=f"binding failed: {error}")
         self.proxy.update_allocation(si.AllocationRequest(
             releases=si.AllocationReleasesRequest(allocations_to_release=(release,)), rm_id=self.options.rm_id))
+        if isinstance(error, KubeApiError) and error.status in (404, 409):
+            return
+        with self._lock:
+            record.failures += 1
+            delay = min(RETRY_BACKOFF_MAX, RETRY_DELAY * 2 ** (record.failures - 1))
+        timer = threading.Timer(delay, self._ask_again, args=(uid,))
+        timer.daemon = True
+        timer.start()
+
+    def _ask_again(self, uid: str) -> None:
+        """After a failed binding (and its backoff): the pod asks again if it still waits."""
+        with self._lock:
+            record = self._pods.get(uid)
+            if record is None or record.state != "ask" or self._stop.is_set():
+                return
+            view = record.view
+        self._allocate(self._ask_of(view))
+
+    def _ask_of(self, view: PodView) -> si.Allocation:
+        return si.Allocation(
+            allocation_key=view.uid, application_id=view.app_id, partition_name=self.options.partition,
+            node_id=view.node_name, resource_per_alloc=si_resource(view.request), priority=view.priority,
+            allocation_tags={"creationTime": str(view.created), si.KEY_NAMESPACE: view.namespace})
 
     # -- pod conditions and events ----------------------------------------------------------------
 
