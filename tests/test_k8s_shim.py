@@ -145,7 +145,8 @@ def test_the_core_places_our_pods_and_leaves_the_others(kube: KubeCluster, serve
                                                          f"{placed[names[0]]}"
         # Another scheduler's pod is not ours to bind.
         assert not _get(kube, other["metadata"]["name"])["spec"].get("nodeName")
-        assert served.shim.counts.bound == 10 and served.shim.counts.bind_failures == 0
+        kube.wait_for("10 bindings counted", lambda: served.shim.counts.bound == 10, timeout=10)
+        assert served.shim.counts.bind_failures == 0
     finally:
         _delete_all(kube)
 
@@ -229,7 +230,8 @@ def test_ended_pods_give_their_room_back_and_a_restart_binds_nothing_twice(kube:
             kube.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods/{names[0]}?gracePeriodSeconds=0")
             kube.wait_for("the waiting pod bound in the freed room",
                           lambda: _get(kube, waiting)["spec"].get("nodeName"), timeout=30)
-            assert second.shim.counts.bound == 1 and second.app_allocations("app-3") == 6
+            kube.wait_for("the binding counted", lambda: second.shim.counts.bound == 1, timeout=10)
+            assert second.app_allocations("app-3") == 6
         finally:
             second.stop()
     finally:
@@ -346,7 +348,7 @@ def test_an_expired_watch_lists_again(tmp_path: Path) -> None:
             name = _pod(cluster, "1")["metadata"]["name"]
             cluster.wait_for("a pod after the relist bound", lambda: _get(cluster, name)["spec"].get("nodeName"),
                              timeout=30)
-            assert shim.counts.bound == 1
+            cluster.wait_for("the binding counted", lambda: shim.counts.bound == 1, timeout=10)
         finally:
             shim.stop()
             scheduler.stop()
@@ -484,7 +486,8 @@ def test_two_replicas_one_leads_and_the_standby_takes_over(kube: KubeCluster) ->
         kube.wait_for("bound by the leader", lambda: all(_get(kube, n)["spec"].get("nodeName") for n in names),
                       timeout=30)
         first_shim = first.shim
-        assert first_shim is not None and first_shim.counts.bound == 4
+        assert first_shim is not None
+        kube.wait_for("4 bindings counted", lambda: first_shim.counts.bound == 4, timeout=10)
         # The leader dies without releasing its Lease: the standby takes over once it expires.
         died = time.monotonic()
         first.kill()
@@ -498,7 +501,7 @@ def test_two_replicas_one_leads_and_the_standby_takes_over(kube: KubeCluster) ->
         assert second_core.app_allocations("ha") == 4 and second_shim.counts.bound == 0
         late = _pod(kube, "1", app="ha")["metadata"]["name"]
         kube.wait_for("bound by the new leader", lambda: _get(kube, late)["spec"].get("nodeName"), timeout=30)
-        assert second_shim.counts.bound == 1
+        kube.wait_for("the binding counted", lambda: second_shim.counts.bound == 1, timeout=10)
         lease = kube.request("GET", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/pyscheduler").json()
         assert lease["spec"]["holderIdentity"] == "replica-b" and lease["spec"]["leaseTransitions"] == 1
         # A leader that stops releases the Lease at once.
@@ -566,7 +569,7 @@ def test_a_refused_binding_is_tried_again_with_backoff(kube: KubeCluster, tmp_pa
             "rules": [{"apiGroups": [""], "resources": ["pods/binding"], "verbs": ["create"]}]})
         assert answer.status_code == 201, answer.text
         kube.wait_for("bound once allowed", lambda: _get(kube, name)["spec"].get("nodeName"), timeout=30)
-        assert shim.counts.bound == 1
+        kube.wait_for("the binding counted", lambda: shim.counts.bound == 1, timeout=10)
     finally:
         shim.stop()
         scheduler.stop()
