@@ -60,16 +60,19 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
 
 class Served:
     """A scheduler with the shim attached, as ``pyscheduler serve --rm pyscheduler_k8s:attach``
-    runs them."""
+    runs them: ``kubeconfig`` (default the cluster's admin one) says who the shim is;
+    ``start_shim`` False leaves starting it to the caller (a replica starts its own)."""
 
-    def __init__(self, kube: KubeCluster, options: ShimOptions | None = None) -> None:
+    def __init__(self, kube: KubeCluster, options: ShimOptions | None = None, *, kubeconfig: Path | None = None,
+                 start_shim: bool = True) -> None:
         self.context = ClusterContext()
         self.scheduler = Scheduler(self.context, idle_interval=0.02)
         self.proxy = RMProxy(self.context)
-        self.shim = KubeShim(self.proxy, KubeApi(ClusterAccess.from_kubeconfig(str(kube.kubeconfig))), QUEUES,
-                             options)
+        self.api = KubeApi(ClusterAccess.from_kubeconfig(str(kubeconfig or kube.kubeconfig)))
+        self.shim = KubeShim(self.proxy, self.api, QUEUES, options)
         self.context.event_system.start()  # request events reach the shim through it
-        self.shim.start()
+        if start_shim:
+            self.shim.start()
         self.scheduler.start()
 
     def stop(self) -> None:
@@ -334,13 +337,8 @@ def test_an_expired_watch_lists_again(tmp_path: Path) -> None:
     try:
         cluster.add_node("kwok-0", cpu="4", memory="8Gi")
         cluster.ensure_namespace(NAMESPACE)
-        context = ClusterContext()
-        scheduler = Scheduler(context, idle_interval=0.02)
-        proxy = RMProxy(context)
-        shim = KubeShim(proxy, KubeApi(ClusterAccess.from_kubeconfig(str(cluster.kubeconfig))), QUEUES,
-                        ShimOptions(watch_timeout=1))
-        shim.start()
-        scheduler.start()
+        served = Served(cluster, ShimOptions(watch_timeout=1))
+        shim = served.shim
         try:
             for n in range(20):  # other writes: the revision moves on, the pods' list version gets compacted
                 cluster.request("POST", f"/api/v1/namespaces/{NAMESPACE}/configmaps", {"metadata": {"name": f"c{n}"}})
@@ -350,9 +348,7 @@ def test_an_expired_watch_lists_again(tmp_path: Path) -> None:
                              timeout=30)
             cluster.wait_for("the binding counted", lambda: shim.counts.bound == 1, timeout=10)
         finally:
-            shim.stop()
-            scheduler.stop()
-            proxy.stop()
+            served.stop()
     finally:
         cluster.stop()
 
@@ -432,13 +428,8 @@ def test_the_manifests_apply_and_their_role_is_enough(kube: KubeCluster, tmp_pat
     with pytest.raises(KubeApiError) as refused:
         denied.list("/api/v1/namespaces/pyscheduler/secrets")
     assert refused.value.status == 403
-    context = ClusterContext()
-    scheduler = Scheduler(context, idle_interval=0.02)
-    proxy = RMProxy(context)
-    context.event_system.start()
-    shim = KubeShim(proxy, KubeApi(access), QUEUES, ShimOptions(namespace="pyscheduler"))
-    shim.start()
-    scheduler.start()
+    served = Served(kube, ShimOptions(namespace="pyscheduler"), kubeconfig=config)
+    shim = served.shim
     try:
         assert shim.counts.config_reloads == 0 and shim.synced.is_set()
         fits = _pod(kube, "100m", queue="")["metadata"]["name"]  # the ConfigMap's placement: tag namespace
@@ -450,24 +441,15 @@ def test_the_manifests_apply_and_their_role_is_enough(kube: KubeCluster, tmp_pat
         assert shim.counts.bind_failures == 0 and shim.counts.unschedulable_marked == 1
         assert any(e["reason"] == "Scheduled" for e in _events(kube, fits))
     finally:
-        shim.stop()
-        scheduler.stop()
-        proxy.stop()
-        context.event_system.stop()
+        served.stop()
         _delete_all(kube)
         kube.request("DELETE", "/api/v1/namespaces/pyscheduler/configmaps/pyscheduler-configs")
 
 
 def _replica(kube: KubeCluster, identity: str) -> tuple[Replica, Served]:
     """A replica as attach() makes it, with short lease times (the defaults are kube-scheduler's)."""
-    served = Served.__new__(Served)
-    served.context = ClusterContext()
-    served.scheduler = Scheduler(served.context, idle_interval=0.02)
-    served.proxy = RMProxy(served.context)
-    served.context.event_system.start()
-    served.scheduler.start()
-    api = KubeApi(ClusterAccess.from_kubeconfig(str(kube.kubeconfig)))
-    replica = Replica(lambda: KubeShim(served.proxy, api, QUEUES), api, identity,
+    served = Served(kube, start_shim=False)
+    replica = Replica(lambda: KubeShim(served.proxy, served.api, QUEUES), served.api, identity,
                       LeaseSettings(namespace=NAMESPACE, lease_duration=3.0, renew_deadline=2.0, retry_period=0.25))
     return replica, served
 
@@ -512,9 +494,7 @@ def test_two_replicas_one_leads_and_the_standby_takes_over(kube: KubeCluster) ->
         first.stop()
         second.stop()
         for core in (first_core, second_core):
-            core.scheduler.stop()
-            core.proxy.stop()
-            core.context.event_system.stop()
+            core.stop()
         kube.request("DELETE", f"/apis/coordination.k8s.io/v1/namespaces/{NAMESPACE}/leases/pyscheduler")
         _delete_all(kube)
 
@@ -549,13 +529,8 @@ def test_a_refused_binding_is_tried_again_with_backoff(kube: KubeCluster, tmp_pa
                           {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}})
     config = tmp_path / "kubeconfig"
     config.write_text(kube.kubeconfig.read_text().replace(kube.token, answer.json()["status"]["token"]))
-    context = ClusterContext()
-    scheduler = Scheduler(context, idle_interval=0.02)
-    proxy = RMProxy(context)
-    shim = KubeShim(proxy, KubeApi(ClusterAccess.from_kubeconfig(str(config))), QUEUES,
-                    ShimOptions(namespace="limited"))
-    shim.start()
-    scheduler.start()
+    served = Served(kube, ShimOptions(namespace="limited"), kubeconfig=config)
+    shim = served.shim
     try:
         name = _pod(kube, "100m")["metadata"]["name"]
         kube.wait_for("two refused bindings (1 s apart)", lambda: shim.counts.bind_failures >= 2, timeout=20)
@@ -571,9 +546,7 @@ def test_a_refused_binding_is_tried_again_with_backoff(kube: KubeCluster, tmp_pa
         kube.wait_for("bound once allowed", lambda: _get(kube, name)["spec"].get("nodeName"), timeout=30)
         kube.wait_for("the binding counted", lambda: shim.counts.bound == 1, timeout=10)
     finally:
-        shim.stop()
-        scheduler.stop()
-        proxy.stop()
+        served.stop()
         _delete_all(kube)
         for kind, name in (("clusterrolebindings", "no-binding"), ("clusterrolebindings", "may-bind"),
                            ("clusterroles", "no-binding"), ("clusterroles", "pyscheduler-bind")):
