@@ -210,6 +210,22 @@ def test_node_selector_and_taints_are_checked_by_the_shim(kube: KubeCluster, ser
         kube.wait_for("the tolerating pod bound there", lambda: _get(kube, tolerant)["spec"].get("nodeName"), timeout=30)
         assert _get(kube, tolerant)["spec"]["nodeName"] == "kwok-tainted"
         assert not _get(kube, intolerant)["spec"].get("nodeName")
+
+        # Host ports: a node's port is taken once, another port on the same node is free.
+        def with_host_port(port: int) -> str:
+            container = {"name": "c", "image": "registry.k8s.io/pause:3.7", "resources": {"requests": {"cpu": "100m"}},
+                         "ports": [{"containerPort": 80, "hostPort": port}]}
+            created = _pod(kube, "100m", nodeSelector={"kubernetes.io/hostname": "kwok-1"}, containers=[container])
+            return str(created["metadata"]["name"])
+
+        first = with_host_port(8080)
+        kube.wait_for("the first 8080 bound", lambda: _get(kube, first)["spec"].get("nodeName"), timeout=30)
+        clash, other = with_host_port(8080), with_host_port(8081)
+        kube.wait_for("8081 bound beside it", lambda: _get(kube, other)["spec"].get("nodeName"), timeout=30)
+        kube.wait_for("the second 8080 unschedulable", lambda: any(
+            c["type"] == "PodScheduled" and c["status"] == "False"
+            for c in _get(kube, clash).get("status", {}).get("conditions", [])), timeout=30)
+        assert not _get(kube, clash)["spec"].get("nodeName")
     finally:
         _delete_all(kube)
         kube.request("DELETE", "/api/v1/nodes/kwok-tainted")
@@ -398,6 +414,48 @@ def test_queues_come_from_the_config_map_and_follow_its_edits(kube: KubeCluster)
         _delete_all(kube)
         for name in ("pyscheduler-configs", "yunikorn-configs"):
             kube.request("DELETE", f"{maps}/{name}")
+
+
+def test_an_invalid_config_map_at_start_holds_the_leader_until_it_is_fixed(kube: KubeCluster) -> None:
+    namespace = "pyscheduler-start"
+    kube.ensure_namespace(namespace)
+    maps = f"/api/v1/namespaces/{namespace}/configmaps"
+    answer = kube.request("POST", maps, {"metadata": {"name": "pyscheduler-configs"},
+                                          "data": {"queues.yaml": "partitions: [not: {valid"}})
+    assert answer.status_code == 201, answer.text
+    served = Served(kube, start_shim=False)
+    options = ShimOptions(namespace=namespace)
+    replica = Replica(lambda: KubeShim(served.proxy, served.api, QUEUES, options), served.api, "replica-c",
+                      LeaseSettings(namespace=namespace, lease_duration=3.0, renew_deadline=2.0, retry_period=0.25),
+                      start_retry=0.2)
+    try:
+        replica.start()
+        # It leads (a standby would fail the same way) but places nothing, and says why: in its
+        # status and on the ConfigMap.
+        status = kube.wait_for("the start refused", lambda: replica.status().get("problem") and replica.status())
+        assert status["role"] == "leader" and status["shim"] == "starting"
+        assert "ConfigMap pyscheduler-start/pyscheduler-configs" in status["problem"]
+        warnings = kube.wait_for("a warning event on the ConfigMap", lambda: [
+            e for e in kube.request("GET", f"/api/v1/namespaces/{namespace}/events").json().get("items", [])
+            if e["involvedObject"]["name"] == "pyscheduler-configs" and e["reason"] == "InvalidConfiguration"])
+        assert "nothing is scheduled until it is fixed" in warnings[0]["message"]
+        waiting = _pod(kube, "100m", queue="root.fixed")["metadata"]["name"]
+        time.sleep(1.0)  # several attempts
+        assert replica.shim is None and not _get(kube, waiting)["spec"].get("nodeName")
+        assert "[pyscheduler-k8s]default" not in served.context.partitions
+        # The ConfigMap fixed: the next attempt starts the shim with it, and the pod is placed.
+        fixed = QUEUES.replace("          - name: batch\n", "          - name: batch\n          - name: fixed\n")
+        answer = kube.request("PUT", f"{maps}/pyscheduler-configs", {
+            "metadata": {"name": "pyscheduler-configs"}, "data": {"queues.yaml": fixed}})
+        assert answer.status_code == 200, answer.text
+        assert replica.leading.wait(20)
+        assert replica.status()["shim"] == "running" and "problem" not in replica.status()
+        kube.wait_for("pod bound", lambda: _get(kube, waiting)["spec"].get("nodeName"), timeout=30)
+    finally:
+        replica.stop()
+        served.stop()
+        _delete_all(kube)
+        kube.request("DELETE", f"{maps}/pyscheduler-configs")
 
 
 DEPLOY = Path(__file__).resolve().parent.parent / "k8s" / "deploy"

@@ -2,14 +2,20 @@
 (:mod:`.leader`), and nothing runs while it stands by. Taking the lead starts a fresh shim, which
 registers with the core again and recovers the cluster from the API server as on a restart
 (bound pods are existing allocations, pending ones asks), so a standby that takes over binds
-nothing twice; stepping down stops the shim, so only the leader binds."""
+nothing twice; stepping down stops the shim, so only the leader binds.
+
+A shim that cannot start (the API server away, the ConfigMap's configuration invalid: the shim
+says so on the ConfigMap) is started again after a doubling wait (1 s to 30 s) while this
+replica still leads: nothing is placed meanwhile (the other replica would fail the same way, and
+a placement under another configuration than the user's is worse than none), and a fixed
+ConfigMap is picked up by the next attempt. The status says why it waits."""
 
 from __future__ import annotations
 
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from pyscheduler_k8s.kubeapi import KubeApi
 from pyscheduler_k8s.leader import LeaderElector, LeaseSettings
@@ -19,12 +25,23 @@ __all__ = ["Replica"]
 
 log = logging.getLogger(__name__)
 
+#: Seconds before a shim that did not start is started again (doubled each time, up to the maximum).
+START_RETRY: Final = 1.0
+START_RETRY_MAX: Final = 30.0
+
 
 class Replica:
-    def __init__(self, make_shim: Callable[[], KubeShim], api: KubeApi, identity: str, settings: LeaseSettings) -> None:
+    def __init__(self, make_shim: Callable[[], KubeShim], api: KubeApi, identity: str, settings: LeaseSettings,
+                 *, start_retry: float = START_RETRY) -> None:
         self._make_shim = make_shim
+        self._start_retry = start_retry
         self._lock = threading.Lock()
         self._shim: KubeShim | None = None
+        #: Counts the terms this replica led: a start still retrying for an earlier term gives up.
+        self._term = 0
+        #: Why the shim of this term is not running yet ("" once it runs).
+        self._problem = ""
+        self._stopping = threading.Event()
         self.elector = LeaderElector(api, identity, settings, self._lead, self._stand_by)
         #: Set once a shim this replica started has recovered the cluster (for tests and status).
         self.leading = threading.Event()
@@ -39,32 +56,59 @@ class Replica:
 
     def stop(self) -> None:
         """Steps down (releasing the Lease) and stops the shim."""
+        self._stopping.set()
         self.elector.stop(release=True)
         self._stand_by()
 
     def kill(self) -> None:
         """Stops as a replica that died would: the Lease stays with it until it expires."""
+        self._stopping.set()
         self.elector.stop(release=False)
         self._stand_by()
 
     def status(self) -> dict[str, Any]:
-        return self.elector.status()
+        """The elector's status, and whether the shim runs: ``running``, ``starting`` (with
+        ``problem``: why the last attempt failed) or ``stopped`` (a standby)."""
+        status = self.elector.status()
+        with self._lock:
+            if self._shim is not None:
+                status["shim"] = "running"
+            elif status["role"] == "leader":
+                status["shim"] = "starting"
+                if self._problem:
+                    status["problem"] = self._problem
+            else:
+                status["shim"] = "stopped"
+        return status
 
     def _lead(self) -> None:
-        shim = self._make_shim()
-        try:
-            shim.start()
-        except Exception:
-            log.exception("the shim did not start: stepping down")
-            shim.stop()
-            self.elector.stop(release=True)
-            return
         with self._lock:
-            if not self.elector.is_leader:  # lost the lead while recovering
+            self._term += 1
+            term, self._problem = self._term, ""
+        delay = self._start_retry
+        while True:
+            with self._lock:
+                if term != self._term or not self.elector.is_leader or self._stopping.is_set():
+                    return
+            shim = self._make_shim()
+            try:
+                shim.start()
+            except Exception as exc:
+                log.exception("the shim did not start: trying again in %g s", delay)
                 shim.stop()
-                return
-            self._shim = shim
-        self.leading.set()
+                with self._lock:
+                    self._problem = f"the shim did not start: {exc}"
+                if self._stopping.wait(delay):
+                    return
+                delay = min(START_RETRY_MAX, delay * 2)
+                continue
+            with self._lock:
+                if term == self._term and self.elector.is_leader and not self._stopping.is_set():
+                    self._shim, self._problem = shim, ""
+                    self.leading.set()
+                    return
+            shim.stop()  # lost the lead while recovering
+            return
 
     def _stand_by(self) -> None:
         with self._lock:

@@ -64,6 +64,10 @@ RM_ID: Final = "pyscheduler-k8s"
 RETRY_DELAY: Final = 1.0
 RETRY_BACKOFF_MAX: Final = 60.0
 UNSCHEDULABLE: Final = "Unschedulable"
+#: Pod events waiting to be written; beyond it new ones are dropped (and counted), as
+#: kube-scheduler's broadcaster drops when its queue is full: an event is not worth stalling
+#: a binding for.
+EVENT_QUEUE_MAX: Final = 10_000
 #: Settings the shim registers with: the core's request events are what tells a pod why it
 #: waits (they are off for other RMs by default).
 DEFAULT_EXTRA_CONFIG: Final = {"service.event.requestEventsEnabled": "true"}
@@ -87,7 +91,13 @@ class ShimOptions:
     component: str = "pyscheduler"
     rm_id: str = RM_ID
     partition: str = "default"
-    binders: int = 4
+    #: Threads binding pods: a binding is a round trip to the API server (10-50 ms when it is
+    #: busy), so the pool, not the core, sets the rate (kube-scheduler binds each pod in a
+    #: goroutine of its own).
+    binders: int = 16
+    #: Threads writing the pods' events (``Scheduled``, ``FailedScheduling``), apart from the
+    #: binders, as kube-scheduler's event broadcaster does.
+    event_writers: int = 2
     #: Seconds a watch lasts before the server ends it (it is started again at once).
     watch_timeout: int = 300
     #: The namespace of the configuration's ConfigMap (:data:`CONFIG_MAP_NAMES`).
@@ -111,6 +121,15 @@ class _Pod:
     failures: int = 0
 
 
+@dataclass(frozen=True)
+class _ConfigSource:
+    """The configuration a ConfigMap holds, and the ConfigMap (for its events)."""
+
+    #: (queues.yaml, every other key as a setting)
+    content: tuple[str, dict[str, str]]
+    reference: dict[str, str]
+
+
 @dataclass
 class _Counts:
     bound: int = 0
@@ -119,6 +138,7 @@ class _Counts:
     unschedulable_marked: int = 0
     config_reloads: int = 0
     config_rejected: int = 0
+    events_dropped: int = 0
 
 
 class KubeShim:
@@ -133,10 +153,15 @@ class KubeShim:
         self._lock = threading.Lock()
         self._pods: dict[str, _Pod] = {}
         self._nodes: dict[str, NodeView] = {}
+        #: The pods asking for host ports (a pod's spec does not change): the predicates compare
+        #: a pod's ports with these only, not with every pod (that scan was most of the shim's
+        #: time with 10,000 pods).
+        self._port_pods: set[str] = set()
         #: Application id -> the uids of its pods known to the core.
         self._apps: dict[str, set[str]] = {}
         self._stop = threading.Event()
         self._bindings: queue.Queue[tuple[str, str] | None] = queue.Queue()
+        self._events: queue.Queue[tuple[dict[str, str], str, str, str]] = queue.Queue(maxsize=EVENT_QUEUE_MAX)
         #: The ConfigMap's queues.yaml and settings last applied (None: the service's own).
         self._applied: tuple[str, dict[str, str]] | None = None
         self._threads: list[threading.Thread] = []
@@ -145,14 +170,24 @@ class KubeShim:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Registers with the core, recovers the cluster's state, and starts following it."""
+        """Registers with the core, recovers the cluster's state, and starts following it.
+        Raises :class:`ConfigError` when the ConfigMap's configuration is invalid (said on the
+        ConfigMap as an ``InvalidConfiguration`` event; nothing was started)."""
         maps, map_version = self.api.list(self._config_maps_path)
         found = self._configuration_of(maps)
-        config, extra = found if found is not None else (self.config_text, {})
-        self.proxy.register_resource_manager(si.RegisterResourceManagerRequest(
-            rm_id=self.options.rm_id, policy_group="queues", config=config,
-            extra_config={**DEFAULT_EXTRA_CONFIG, **extra}), self)
-        self._applied = found
+        config, extra = found.content if found is not None else (self.config_text, {})
+        try:
+            self.proxy.register_resource_manager(si.RegisterResourceManagerRequest(
+                rm_id=self.options.rm_id, policy_group="queues", config=config,
+                extra_config={**DEFAULT_EXTRA_CONFIG, **extra}), self)
+        except ConfigError as exc:
+            if found is None:
+                raise
+            self.counts.config_rejected += 1
+            self._write_event(found.reference, "Warning", "InvalidConfiguration",
+                              f"configuration refused, nothing is scheduled until it is fixed: {exc}")
+            raise ConfigError(f"ConfigMap {self.options.namespace}/{found.reference['name']}: {exc}") from exc
+        self._applied = found.content if found is not None else None
         node_version = self._relist_nodes()
         pod_version = self._relist_pods()
         self.synced.set()
@@ -163,6 +198,8 @@ class KubeShim:
             self._spawn(f"k8s-watch-{name}", self._follow, *args)
         for n in range(self.options.binders):
             self._spawn(f"k8s-binder-{n}", self._bind_loop)
+        for n in range(self.options.event_writers):
+            self._spawn(f"k8s-events-{n}", self._event_loop)
 
     def _spawn(self, name: str, target: Callable[..., None], *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
@@ -235,15 +272,16 @@ class KubeShim:
     def _config_maps_path(self) -> str:
         return f"/api/v1/namespaces/{self.options.namespace}/configmaps"
 
-    @staticmethod
-    def _configuration_of(maps: list[dict[str, Any]]) -> tuple[str, dict[str, str]] | None:
-        """(queues.yaml, settings) of the first ConfigMap of :data:`CONFIG_MAP_NAMES` present."""
+    def _configuration_of(self, maps: list[dict[str, Any]]) -> _ConfigSource | None:
+        """The first ConfigMap of :data:`CONFIG_MAP_NAMES` present: its queues.yaml and settings."""
         by_name = {str((m.get("metadata") or {}).get("name", "")): m for m in maps}
         for name in CONFIG_MAP_NAMES:
             found = by_name.get(name)
             if found is not None:
                 data = {str(k): str(v) for k, v in (found.get("data") or {}).items()}
-                return data.pop(QUEUES_KEY, ""), data
+                reference = {"kind": "ConfigMap", "namespace": self.options.namespace, "name": name,
+                             "uid": str((found.get("metadata") or {}).get("uid", "")), "apiVersion": "v1"}
+                return _ConfigSource((data.pop(QUEUES_KEY, ""), data), reference)
         return None
 
     def _relist_config_maps(self) -> str:
@@ -261,26 +299,21 @@ class KubeShim:
         refused by the core (the running configuration stays) and said on the ConfigMap as a
         warning event. A ConfigMap deleted leaves the running configuration as it is."""
         found = self._configuration_of(maps)
-        if found is None or found == self._applied:
+        if found is None or found.content == self._applied:
             return
-        config, extra = found
-        winner = next(m for m in maps if (m.get("metadata") or {}).get("name") in CONFIG_MAP_NAMES
-                      and self._configuration_of([m]) == found)
-        meta = winner.get("metadata") or {}
-        reference = {"kind": "ConfigMap", "namespace": self.options.namespace, "name": str(meta.get("name", "")),
-                     "uid": str(meta.get("uid", "")), "apiVersion": "v1"}
+        (config, extra), reference = found.content, found.reference
         try:
             self.proxy.update_configuration(si.UpdateConfigurationRequest(
                 rm_id=self.options.rm_id, policy_group="queues", config=config,
                 extra_config={**DEFAULT_EXTRA_CONFIG, **extra}))
         except ConfigError as exc:
             self.counts.config_rejected += 1
-            self._applied = found  # said once; the next edit is tried again
+            self._applied = found.content  # said once; the next edit is tried again
             log.warning("configuration in ConfigMap %s refused: %s", reference["name"], exc)
             self._write_event(reference, "Warning", "InvalidConfiguration",
                               f"configuration refused, the running one stays: {exc}")
             return
-        self._applied = found
+        self._applied = found.content
         self.counts.config_reloads += 1
         self._write_event(reference, "Normal", "ConfigurationApplied", "queues.yaml and settings applied")
 
@@ -345,6 +378,8 @@ class KubeShim:
             if ours and view.problem:
                 record.state = "held"
             self._pods[view.uid] = record
+            if record.ports:
+                self._port_pods.add(view.uid)
             new_app = ours and record.state != "held" and view.app_id not in self._apps
             if ours and record.state != "held":
                 self._apps.setdefault(view.app_id, set()).add(view.uid)
@@ -379,6 +414,7 @@ class KubeShim:
     def _pod_gone(self, view: PodView) -> None:
         with self._lock:
             record = self._pods.pop(view.uid, None)
+            self._port_pods.discard(view.uid)
             if record is None:
                 return
             app_left = False
@@ -488,8 +524,20 @@ class KubeShim:
         self._event(namespace, name, uid, "Warning", "FailedScheduling", reason)
 
     def _event(self, namespace: str, name: str, uid: str, kind: str, reason: str, message: str) -> None:
-        self._write_event({"kind": "Pod", "namespace": namespace, "name": name, "uid": uid, "apiVersion": "v1"},
-                          kind, reason, message)
+        """A pod's event, written by an event writer thread."""
+        try:
+            self._events.put_nowait(({"kind": "Pod", "namespace": namespace, "name": name, "uid": uid,
+                                      "apiVersion": "v1"}, kind, reason, message))
+        except queue.Full:
+            self.counts.events_dropped += 1
+
+    def _event_loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                involved, kind, reason, message = self._events.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            self._write_event(involved, kind, reason, message)
 
     def _write_event(self, involved: Mapping[str, str], kind: str, reason: str, message: str) -> None:
         """A core/v1 Event on ``involved``, as kube-scheduler writes them."""
@@ -557,8 +605,9 @@ class KubeShim:
             node = self._nodes.get(args.node_id)
             if record is None or node is None:
                 return f"node {args.node_id} or pod {args.allocation_key} is not known to the shim"
-            used = [port for other in self._pods.values()
-                    if other.node == args.node_id and other.view.uid != args.allocation_key for port in other.ports]
+            used = [] if not record.ports else [
+                port for other in map(self._pods.__getitem__, self._port_pods)
+                if other.node == args.node_id and other.view.uid != args.allocation_key for port in other.ports]
             raw = record.raw
         return check_node(raw, node, used)
 
