@@ -21,6 +21,7 @@ from benchmarks import (
     events_throughput,
     gang,
     hostile_clients,
+    kubernetes,
     preemption,
     reporter,
     rest,
@@ -111,6 +112,10 @@ def _run_rest_polling(args: argparse.Namespace, progress: Progress) -> FamilyRep
     return rest_polling.run(quick=args.quick, pollers=args.pollers or rest_polling.POLLERS, progress=progress)
 
 
+def _run_kubernetes(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return kubernetes.run(quick=args.quick, progress=progress, nodes=args.kube_nodes, pods=args.kube_pods)
+
+
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (
@@ -147,6 +152,11 @@ FAMILIES: dict[str, Family] = {
             "gang",
             "scheduling throughput with every application a gang (placeholders, then replacements) vs none",
             _run_gang,
+        ),
+        Family(
+            "kubernetes",
+            "pods bound per second on a real API server with 1,000 kwok nodes: the shim vs kube-scheduler",
+            _run_kubernetes,
         ),
     )
 }
@@ -241,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     rest_group.add_argument(
         "--sockets", type=_positive, help="hostile-clients: misbehaving connections per kind (default 1,000; --quick: 150)"
     )
+    kube = parser.add_argument_group("kubernetes")
+    kube.add_argument("--kube-nodes", type=_positive, help="kwok nodes (default 1,000; --quick: 50)")
+    kube.add_argument("--kube-pods", type=_positive, help="pods per contender and phase (default 10,000; --quick: 500)")
     return parser
 
 

@@ -7,7 +7,9 @@
 # checkout, so a fresh clone on the same machine reuses it; a piece already built is kept.
 #
 # Takes about 11 minutes on 2 cores the first time (kube-apiserver 7, kwok 3.5), downloading
-# from the Go module proxy and the Debian archive. Usage: tools/k8s/build.sh [OUT_DIR]; prints
+# from the Go module proxy and the Debian archive. WITH_KUBE_SCHEDULER=1 also builds kube-scheduler
+# of the same version (about 6 more minutes; the benchmark's opponent, not needed by the tests).
+# Usage: tools/k8s/build.sh [OUT_DIR]; prints
 # nothing on stdout but the output directory (for scripts: OUT=$(tools/k8s/build.sh)).
 set -euo pipefail
 
@@ -30,22 +32,28 @@ if ! command -v etcd >/dev/null 2>&1; then
 fi
 step "etcd: $(etcd --version | head -1)"
 
-if [ ! -x "$BIN/kube-apiserver" ]; then
-    step "kube-apiserver $K8S_VERSION: building (about 7 minutes on 2 cores)"
-    SRC=$OUT/src/kube-apiserver
-    mkdir -p "$SRC"
+# A command of Kubernetes' main module (kube-apiserver, kube-scheduler), through a wrapper module of its own.
+build_k8s_command() {
+    local name=$1 minutes=$2
+    [ -x "$BIN/$name" ] && return 0
+    step "$name $K8S_VERSION: building (about $minutes minutes on 2 cores)"
+    local src=$OUT/src/$name
+    mkdir -p "$src"
     go list -m -json "k8s.io/kubernetes@$K8S_VERSION" >/dev/null
-    MOD="$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$K8S_VERSION.mod"
+    local mod
+    mod="$(go env GOMODCACHE)/cache/download/k8s.io/kubernetes/@v/$K8S_VERSION.mod"
     {
-        printf 'module pyscheduler.local/kube-apiserver\n\ngo 1.26\n\nrequire k8s.io/kubernetes %s\n\n' "$K8S_VERSION"
-        sed -n 's#^[[:space:]]*\(k8s\.io/[^[:space:]]*\) => \./staging/.*#replace \1 => \1 '"$STAGING_VERSION"'#p' "$MOD"
-    } >"$SRC/go.mod"
-    printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver"\n' >"$SRC/tools.go"
-    (cd "$SRC" && GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 && go build -o "$BIN/kube-apiserver.tmp" \
+        printf 'module pyscheduler.local/%s\n\ngo 1.26\n\nrequire k8s.io/kubernetes %s\n\n' "$name" "$K8S_VERSION"
+        sed -n 's#^[[:space:]]*\(k8s\.io/[^[:space:]]*\) => \./staging/.*#replace \1 => \1 '"$STAGING_VERSION"'#p' "$mod"
+    } >"$src/go.mod"
+    printf '//go:build tools\n\npackage tools\n\nimport _ "k8s.io/kubernetes/cmd/%s"\n' "$name" >"$src/tools.go"
+    (cd "$src" && GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 && go build -o "$BIN/$name.tmp" \
         -ldflags "-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=37" \
-        k8s.io/kubernetes/cmd/kube-apiserver)
-    mv "$BIN/kube-apiserver.tmp" "$BIN/kube-apiserver"
-fi
+        "k8s.io/kubernetes/cmd/$name")
+    mv "$BIN/$name.tmp" "$BIN/$name"
+}
+
+build_k8s_command kube-apiserver 7
 step "kube-apiserver: $("$BIN/kube-apiserver" --version)"
 
 if [ ! -x "$BIN/kwok" ]; then
@@ -61,4 +69,9 @@ if [ ! -s "$OUT/kwok-stages.yaml" ]; then
     done >"$OUT/kwok-stages.yaml"
 fi
 step "kwok: $("$BIN/kwok" --version 2>&1 | head -1); stages in $OUT/kwok-stages.yaml"
+if [ "${WITH_KUBE_SCHEDULER:-0}" = 1 ]; then
+    # Only the benchmark against kube-scheduler needs it (make bench-k8s), not make test.
+    build_k8s_command kube-scheduler 6
+    step "kube-scheduler: $("$BIN/kube-scheduler" --version)"
+fi
 echo "$OUT"
