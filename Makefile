@@ -89,7 +89,7 @@ pytest: build web wheels k8s-tools
 
 test: build wheels cargo-test typecheck lint-imports pytest
 
-bench: build
+bench: build web
 	$(PY) -m benchmarks $(BENCH_ARGS)
 
 clean:

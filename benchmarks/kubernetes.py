@@ -16,7 +16,9 @@ and 128 MiB each) in two phases:
 All times are the benchmark's observations of one pod watch (``ADDED``, then ``spec.nodeName``
 set, then ``status.phase`` Running), so the watch's delays are the same for both contenders.
 Latencies are per pod: creation to Binding and creation to Running, 50th and 99th percentile
-(stream phase; in the backlog phase they measure mostly the wait for the start).
+(stream phase; in the backlog phase they measure mostly the wait for the start). CPU seconds
+of the contender (from its start, its whole process group) and of kube-apiserver (during the
+phase) are reported too: on 2 shared cores a scheduler's CPU is taken from the API server.
 
 Client limits, reported with the figures: kube-scheduler's client QPS and burst (its default is
 50/100, which would cap it at 50 bindings/s; scheduler_perf, Kubernetes' own benchmark, sets
