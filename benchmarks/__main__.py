@@ -205,6 +205,14 @@ def _mix(text: str) -> str:
     return text
 
 
+def _families(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in FAMILIES]
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown families {unknown}: choose from {', '.join(FAMILIES)}")
+    return names
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the command-line parser."""
     parser = argparse.ArgumentParser(
@@ -214,6 +222,13 @@ def build_parser() -> argparse.ArgumentParser:
     names = ", ".join(f"{f.name} ({f.help})" for f in FAMILIES.values())
     parser.add_argument("family", nargs="?", default="all", choices=[*FAMILIES, "all"], help=f"all (default), {names}")
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test that finishes in seconds")
+    parser.add_argument(
+        "--skip",
+        type=_families,
+        default=[],
+        metavar="FAMILIES",
+        help="comma-separated families to leave out of 'all' (e.g. kubernetes: it builds kube-scheduler once, ~6 min)",
+    )
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write machine-readable results to FILE")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED, help="workload seed")
     parser.add_argument("--mix", type=_mix, default="normal", help="'normal', 'gang' or a fraction of gang apps")
@@ -257,9 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def selected(name: str) -> list[Family]:
-    """Return the families to run for the ``family`` argument."""
-    return list(FAMILIES.values()) if name == "all" else [FAMILIES[name]]
+def selected(name: str, skip: Sequence[str] = ()) -> list[Family]:
+    """Return the families to run for the ``family`` argument, without those in ``skip``."""
+    return [f for f in (FAMILIES.values() if name == "all" else [FAMILIES[name]]) if f.name not in skip]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -273,7 +288,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"- command: python -m benchmarks {' '.join(argv if argv is not None else sys.argv[1:])}".rstrip())
     results: dict[str, Any] = {}
     failed = False
-    for family in selected(args.family):
+    for family in selected(args.family, args.skip):
         progress(f"{family.name}: starting")
         try:
             report = family.run(args, progress)
