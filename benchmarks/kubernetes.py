@@ -383,7 +383,7 @@ class Bench:
 
     def _result(self, contender: Contender, phase: str, times: PodTimes, cpu: float,
                 apiserver_cpu: float) -> PhaseResult:
-        added = [times.added[n] for n in times.added]
+        added = list(times.added.values())
         bound = list(times.bound.values())
         start = min(added) if phase == "stream" else min(bound)
         end = max(bound)

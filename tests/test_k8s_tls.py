@@ -146,3 +146,41 @@ def test_connections_share_one_tls_context(kube: KubeCluster, monkeypatch: pytes
     assert not errors
     # Six threads, six connections, sixty requests: urllib3 built no TLS context of its own.
     assert built == []
+
+
+def test_a_watch_line_without_end_is_cut_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server (or something in between) that streams one endless event: the watch refuses it
+    once it passes the line limit, instead of buffering it until memory runs out."""
+    import socket
+
+    monkeypatch.setattr(kubeapi, "MAX_WATCH_LINE", 4096)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    stop = threading.Event()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")
+            chunk = b"x" * 1024
+            for _ in range(1000):  # bounded: 1 MiB at most, the client stops reading after 4 KiB
+                if stop.is_set():
+                    return
+                try:
+                    conn.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                except OSError:
+                    return
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    api = KubeApi(ClusterAccess(f"http://127.0.0.1:{port}", verify=False))
+    try:
+        with pytest.raises(KubeApiError) as cut:
+            for _ in api.watch("/api/v1/pods", "1", timeout_seconds=5):
+                pass
+        assert cut.value.status == 0 and cut.value.reason == "LineTooLong"
+    finally:
+        stop.set()
+        listener.close()
+        server.join(5)

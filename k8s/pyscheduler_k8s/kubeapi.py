@@ -39,6 +39,10 @@ __all__ = ["ClusterAccess", "KubeApi", "KubeApiError", "WatchExpired"]
 SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 #: Seconds a request may take (a watch: its own server-side timeout plus this).
 REQUEST_TIMEOUT: Final = 30.0
+#: The longest watch line read (one event: an object the API server stores is at most 1.5 MiB by
+#: default, etcd's request limit); a stream that goes on longer without a newline is cut off
+#: instead of buffering it all.
+MAX_WATCH_LINE: Final = 16 * 2**20
 #: Keep-alive connections kept (more are opened when more threads call at once, then closed).
 POOL_SIZE: Final = 32
 
@@ -265,6 +269,9 @@ class KubeApi:
                 for chunk in answer.stream(65536):
                     lines = (pending + chunk).split(b"\n")
                     pending = lines.pop()
+                    if len(pending) > MAX_WATCH_LINE:
+                        raise KubeApiError(0, "LineTooLong",
+                                           f"watch {path}: an event longer than {MAX_WATCH_LINE} bytes")
                     for line in lines:
                         if stop is not None and stop.is_set():
                             return
