@@ -18,28 +18,13 @@ from typing import Any
 
 import pytest
 from kube_cluster import KubeCluster, start_cluster
+from kube_served import QUEUES, Served
 
-from pyscheduler.rmproxy.proxy import RMProxy
-from pyscheduler.scheduler.context import ClusterContext
-from pyscheduler.scheduler.loop import Scheduler
 from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi, KubeApiError
 from pyscheduler_k8s.leader import LeaseSettings
 from pyscheduler_k8s.replica import Replica
 from pyscheduler_k8s.shim import KubeShim, ShimOptions
 
-QUEUES = """\
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: true
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: default
-          - name: batch
-"""
 NODES = 3
 NAMESPACE = "team"
 # The tests talk to a self-signed API server they started (see kube_cluster.py).
@@ -56,36 +41,6 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
         yield cluster
     finally:
         cluster.stop()
-
-
-class Served:
-    """A scheduler with the shim attached, as ``pyscheduler serve --rm pyscheduler_k8s:attach``
-    runs them: ``kubeconfig`` (default the cluster's admin one) says who the shim is;
-    ``start_shim`` False leaves starting it to the caller (a replica starts its own)."""
-
-    def __init__(self, kube: KubeCluster, options: ShimOptions | None = None, *, kubeconfig: Path | None = None,
-                 start_shim: bool = True) -> None:
-        self.context = ClusterContext()
-        self.scheduler = Scheduler(self.context, idle_interval=0.02)
-        self.proxy = RMProxy(self.context)
-        self.api = KubeApi(ClusterAccess.from_kubeconfig(str(kubeconfig or kube.kubeconfig)))
-        self.shim = KubeShim(self.proxy, self.api, QUEUES, options)
-        self.context.event_system.start()  # request events reach the shim through it
-        if start_shim:
-            self.shim.start()
-        self.scheduler.start()
-
-    def stop(self) -> None:
-        self.shim.stop()
-        self.scheduler.stop()
-        self.proxy.stop()
-        self.context.event_system.stop()
-
-    def app_allocations(self, app_id: str) -> int:
-        partition = self.context.partitions["[pyscheduler-k8s]default"]
-        with partition.lock:
-            app = partition.applications.get(app_id)
-            return 0 if app is None else len(app.allocations)
 
 
 @pytest.fixture

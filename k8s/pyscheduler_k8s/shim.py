@@ -41,7 +41,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from typing import Any, Final
 
@@ -49,6 +49,7 @@ from pyscheduler.common.errors import ConfigError
 from pyscheduler.common.resources import Resource
 from pyscheduler.si import messages as si
 from pyscheduler.si.events import EventRecord, EventRecordType
+from pyscheduler_k8s.cnr import CNR_PATH, ReportedNode, reported_node
 from pyscheduler_k8s.kubeapi import KubeApi, KubeApiError, WatchExpired
 from pyscheduler_k8s.nodes import NodeView, node_view
 from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES, PodView, is_terminal, pod_view
@@ -153,6 +154,10 @@ class KubeShim:
         self._lock = threading.Lock()
         self._pods: dict[str, _Pod] = {}
         self._nodes: dict[str, NodeView] = {}
+        #: Node name -> what its CustomNodeResource says (the node reporter agents'), and the
+        #: node as the predicates see it (its labels with the reported ones under them).
+        self._reported: dict[str, ReportedNode] = {}
+        self._checked_nodes: dict[str, NodeView] = {}
         #: The pods asking for host ports (a pod's spec does not change): the predicates compare
         #: a pod's ports with these only, not with every pod (that scan was most of the shim's
         #: time with 10,000 pods).
@@ -189,12 +194,17 @@ class KubeShim:
             raise ConfigError(f"ConfigMap {self.options.namespace}/{found.reference['name']}: {exc}") from exc
         self._applied = found.content if found is not None else None
         node_version = self._relist_nodes()
+        reported_version = self._relist_reported()
         pod_version = self._relist_pods()
         self.synced.set()
-        for name, args in (("nodes", ("/api/v1/nodes", node_version, self._on_node, self._relist_nodes)),
-                           ("pods", ("/api/v1/pods", pod_version, self._on_pod, self._relist_pods)),
-                           ("configmaps", (self._config_maps_path, map_version, self._on_config_map,
-                                           self._relist_config_maps))):
+        watches: list[tuple[str, tuple[Any, ...]]] = [
+            ("nodes", ("/api/v1/nodes", node_version, self._on_node, self._relist_nodes)),
+            ("pods", ("/api/v1/pods", pod_version, self._on_pod, self._relist_pods)),
+            ("configmaps", (self._config_maps_path, map_version, self._on_config_map, self._relist_config_maps))]
+        if reported_version is not None:
+            watches.append(("customnoderesources", (CNR_PATH, reported_version, self._on_reported,
+                                                    self._relist_reported)))
+        for name, args in watches:
             self._spawn(f"k8s-watch-{name}", self._follow, *args)
         for n in range(self.options.binders):
             self._spawn(f"k8s-binder-{n}", self._bind_loop)
@@ -253,6 +263,29 @@ class KubeShim:
             gone = [name for name in self._nodes if name not in present]
         for name in gone:
             self._on_node("DELETED", {"metadata": {"name": name}})
+        return version
+
+    def _relist_reported(self) -> str | None:
+        """Lists the CustomNodeResources; None when their CRD is not installed (no node
+        reporters on this cluster: nothing to follow)."""
+        try:
+            items, version = self.api.list(CNR_PATH)
+        except KubeApiError as exc:
+            if exc.status == 404:
+                log.info("no CustomNodeResource CRD on this cluster: node reporters are not followed")
+                return None
+            if exc.status == 403:
+                log.warning("the shim may not list CustomNodeResources (its role lacks them): node reporters "
+                            "are not followed: %s", exc)
+                return None
+            raise
+        present = {str((c.get("metadata") or {}).get("name", "")) for c in items}
+        with self._lock:
+            gone = [name for name in self._reported if name not in present]
+        for name in gone:
+            self._on_reported("DELETED", {"metadata": {"name": name}})
+        for item in items:
+            self._on_reported("ADDED", item)
         return version
 
     def _relist_pods(self) -> str:
@@ -325,10 +358,14 @@ class KubeShim:
             return
         with self._lock:
             known = self._nodes.get(view.name)
+            reported = self._reported.get(view.name)
             if kind == "DELETED":
                 self._nodes.pop(view.name, None)
+                self._checked_nodes.pop(view.name, None)
             else:
                 self._nodes[view.name] = view
+                self._checked_nodes[view.name] = _as_checked(view, reported)
+        capacity = self._capacity(view, reported)
         infos: list[si.NodeInfo] = []
         if kind == "DELETED":
             if known is not None:
@@ -336,16 +373,56 @@ class KubeShim:
         elif known is None:
             action = si.NodeAction.CREATE if view.schedulable else si.NodeAction.CREATE_DRAIN
             infos.append(si.NodeInfo(node_id=view.name, action=action, attributes=view.attributes,
-                                     schedulable_resource=si_resource(view.capacity)))
+                                     schedulable_resource=capacity))
+            if reported is not None:
+                infos.append(self._reported_update(view.name, capacity, reported))
         else:
             if known.capacity != view.capacity or known.attributes != view.attributes:
                 infos.append(si.NodeInfo(node_id=view.name, action=si.NodeAction.UPDATE, attributes=view.attributes,
-                                         schedulable_resource=si_resource(view.capacity)))
+                                         schedulable_resource=capacity))
             if known.schedulable != view.schedulable:
                 infos.append(si.NodeInfo(node_id=view.name, action=si.NodeAction.DRAIN_TO_SCHEDULABLE
                                          if view.schedulable else si.NodeAction.DRAIN_NODE))
         for info in infos:
             self.proxy.update_node(si.NodeRequest(nodes=(info,), rm_id=self.options.rm_id))
+
+    @staticmethod
+    def _capacity(view: NodeView | None, reported: ReportedNode | None) -> Resource:
+        """What pods may use on the node: the capacity its reporters give, else its allocatable."""
+        if reported is not None and reported.facts.capacity is not None:
+            return reported.facts.capacity
+        return si_resource(view.capacity if view is not None else {})
+
+    def _reported_update(self, name: str, capacity: Resource, reported: ReportedNode | None) -> si.NodeInfo:
+        facts = reported.facts if reported is not None else None
+        return si.NodeInfo(node_id=name, action=si.NodeAction.UPDATE, schedulable_resource=capacity,
+                           reported_attributes=dict(facts.attributes) if facts is not None else {},
+                           reported_occupied=facts.occupied if facts is not None and facts.occupied else Resource())
+
+    def _on_reported(self, kind: str, cnr: dict[str, Any]) -> None:
+        """A node's CustomNodeResource (written by its reporter agent): its attributes, occupied
+        resources and capacity go to the core's node as the reported layer, its labels join the
+        node's for the pods' node selectors. Deleted: the reported layer is emptied."""
+        reported = reported_node(cnr) if kind != "DELETED" else None
+        name = reported.name if reported is not None else str((cnr.get("metadata") or {}).get("name", ""))
+        if not name:
+            return
+        if reported is not None and reported.rejected:
+            log.warning("CustomNodeResource %s: left out: %s", name, "; ".join(reported.rejected))
+        with self._lock:
+            previous = self._reported.get(name)
+            if reported is None:
+                self._reported.pop(name, None)
+            else:
+                self._reported[name] = reported
+            view = self._nodes.get(name)
+            if view is not None:
+                self._checked_nodes[name] = _as_checked(view, reported)
+        if view is None or (previous is not None and reported is not None and previous.facts == reported.facts
+                            and previous.labels == reported.labels) or (previous is None and reported is None):
+            return  # no node yet (its creation sends it), or nothing changed
+        self.proxy.update_node(si.NodeRequest(
+            nodes=(self._reported_update(name, self._capacity(view, reported), reported),), rm_id=self.options.rm_id))
 
     # -- pods -----------------------------------------------------------------------------------
 
@@ -602,7 +679,7 @@ class KubeShim:
     def predicates(self, args: si.PredicatesArgs) -> str | None:
         with self._lock:
             record = self._pods.get(args.allocation_key)
-            node = self._nodes.get(args.node_id)
+            node = self._checked_nodes.get(args.node_id)
             if record is None or node is None:
                 return f"node {args.node_id} or pod {args.allocation_key} is not known to the shim"
             used = [] if not record.ports else [
@@ -621,6 +698,14 @@ class KubeShim:
     def applications(self) -> dict[str, set[str]]:
         with self._lock:
             return {app: set(uids) for app, uids in self._apps.items()}
+
+
+def _as_checked(view: NodeView, reported: ReportedNode | None) -> NodeView:
+    """The node as the predicates check it: a label its reporters give counts unless the Node
+    itself has that label (the Node's own labels win)."""
+    if reported is None or not reported.labels:
+        return view
+    return replace(view, labels={**reported.labels, **view.labels})
 
 
 def si_resource(quantities: Mapping[str, int]) -> Resource:
