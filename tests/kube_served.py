@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
+from typing import Any
 
 from kube_cluster import KubeCluster
 
@@ -27,6 +29,9 @@ partitions:
           - name: batch
 """
 PARTITION = "[pyscheduler-k8s]default"
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "web"))
+from web_helpers import Server, launch  # noqa: E402
 
 
 class Served:
@@ -58,3 +63,66 @@ class Served:
         with partition.lock:
             app = partition.applications.get(app_id)
             return 0 if app is None else len(app.allocations)
+
+
+# -- the service as users run it: ``pyscheduler serve --rm pyscheduler_k8s:attach`` -----------------
+
+CONFIG_NAMESPACE = "pyscheduler"
+
+
+def put_config_map(kube: KubeCluster, queues: str, namespace: str = CONFIG_NAMESPACE) -> None:
+    """The ``pyscheduler-configs`` ConfigMap holding ``queues``, created or replaced."""
+    kube.ensure_namespace(namespace)
+    body = {"metadata": {"name": "pyscheduler-configs", "namespace": namespace}, "data": {"queues.yaml": queues}}
+    path = f"/api/v1/namespaces/{namespace}/configmaps"
+    answer = kube.request("POST", path, body)
+    if answer.status_code == 409:
+        answer = kube.request("PUT", f"{path}/pyscheduler-configs", body)
+    assert answer.status_code in (200, 201), answer.text
+
+
+def serve(kube: KubeCluster, tmp: Path, queues: str) -> Server:
+    """``pyscheduler serve`` (gunicorn on loopback, the REST API) with the shim on ``kube``,
+    configured by a ConfigMap holding ``queues``."""
+    put_config_map(kube, queues)
+    return launch(tmp, ["--rm", "pyscheduler_k8s:attach"],
+                  {"PYSCHEDULER_K8S_KUBECONFIG": str(kube.kubeconfig), "PYSCHEDULER_K8S_NAMESPACE": CONFIG_NAMESPACE})
+
+
+def create_pods(kube: KubeCluster, namespace: str, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Creates the pods in order (one at a time: their creation order is the test's), returns them."""
+    created = []
+    for body in bodies:
+        answer = kube.request("POST", f"/api/v1/namespaces/{namespace}/pods", body, timeout=30)
+        assert answer.status_code == 201, answer.text
+        created.append(answer.json())
+    return created
+
+
+def list_pods(kube: KubeCluster, namespace: str, selector: str = "") -> list[dict[str, Any]]:
+    path = f"/api/v1/namespaces/{namespace}/pods" + (f"?labelSelector={selector}" if selector else "")
+    items: list[dict[str, Any]] = kube.request("GET", path, timeout=60).json()["items"]
+    return items
+
+
+def delete_pods(kube: KubeCluster, namespace: str) -> None:
+    """Every pod of the namespace deleted at once, waited for."""
+    kube.request("DELETE", f"/api/v1/namespaces/{namespace}/pods?gracePeriodSeconds=0")
+    kube.wait_for("pods deleted", lambda: not list_pods(kube, namespace), timeout=60)
+
+
+def running(pod: dict[str, Any]) -> bool:
+    return bool(pod.get("spec", {}).get("nodeName")) and pod.get("status", {}).get("phase") == "Running"
+
+
+def events_of(kube: KubeCluster, namespace: str, name: str) -> list[dict[str, Any]]:
+    items = kube.request("GET", f"/api/v1/namespaces/{namespace}/events").json().get("items", [])
+    return [e for e in items if e.get("involvedObject", {}).get("name") == name]
+
+
+def pod_body(name: str, app: str, queue: str, cpu: str = "1", *, labels: dict[str, str] | None = None,
+             annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": {"applicationId": app, "queue": queue, **(labels or {})},
+                         "annotations": dict(annotations or {})},
+            "spec": {"schedulerName": "pyscheduler", "containers": [
+                {"name": "c", "image": "registry.k8s.io/pause:3.7", "resources": {"requests": {"cpu": cpu}}}], **spec}}

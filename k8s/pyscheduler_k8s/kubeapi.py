@@ -317,6 +317,15 @@ class KubeApi:
         self.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", patch,
                      content_type="application/strategic-merge-patch+json")
 
+    def create_pod(self, namespace: str, pod: Mapping[str, Any]) -> None:
+        self.request("POST", f"/api/v1/namespaces/{namespace}/pods", pod)
+
+    def delete_pod(self, namespace: str, name: str, *, uid: str = "") -> None:
+        """Deletes the pod gracefully (its own grace period); ``uid``: only that incarnation
+        (a pod of the same name created since is left alone)."""
+        body = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": uid}} if uid else None
+        self.request("DELETE", f"/api/v1/namespaces/{namespace}/pods/{name}", body)
+
     def create_event(self, namespace: str, event: Mapping[str, Any]) -> None:
         self.request("POST", f"/api/v1/namespaces/{namespace}/events", event)
 

@@ -17,6 +17,14 @@ kubernetes.md``), so pod specs written for YuniKorn work unchanged.
   name. A container without requests asks for nothing (the API server already copied limits
   into requests where only limits were set).
 - **Priority**: ``spec.priority`` (the API server sets it from the PriorityClass), else 0.
+- **Preemption**: annotation ``yunikorn.apache.org/allow-preemption: "false"`` on the pod (else
+  on its PriorityClass, which the shim looks up) keeps the pod from being a victim; its
+  ``spec.preemptionPolicy: Never`` (set from the PriorityClass by the API server) keeps it from
+  preempting others. The ask's flags: ``allow_preempt_self``, ``allow_preempt_other``.
+- **Gang**: the task group named by annotation ``yunikorn.apache.org/task-group-name``; a
+  placeholder pod (annotation ``yunikorn.apache.org/placeholder: "true"``) is one the shim made
+  (:mod:`.gang`).
+- **Role history**: the role and history key of :mod:`.roles`.
 
 A pod whose quantities do not parse raises :class:`PodError` with the reason, which the shim
 shows on the pod.
@@ -33,9 +41,11 @@ from typing import Any, Final
 import orjson
 
 from pyscheduler_k8s.quantity import QuantityError, to_int, to_milli
+from pyscheduler_k8s.roles import history_key_of, role_of
 
 __all__ = [
     "DEFAULT_SCHEDULER_NAMES",
+    "allow_preemption_of",
     "PodError",
     "PodView",
     "app_id_of",
@@ -56,6 +66,9 @@ QUEUE_ANNOTATION: Final = "yunikorn.apache.org/queue"
 USER_INFO_ANNOTATION: Final = "yunikorn.apache.org/user.info"
 DEFAULT_USER: Final = "nobody"
 TERMINAL_PHASES: Final = frozenset({"Succeeded", "Failed"})
+ALLOW_PREEMPTION_ANNOTATION: Final = "yunikorn.apache.org/allow-preemption"
+TASK_GROUP_NAME_ANNOTATION: Final = "yunikorn.apache.org/task-group-name"
+PLACEHOLDER_ANNOTATION: Final = "yunikorn.apache.org/placeholder"
 
 
 class PodError(ValueError):
@@ -174,14 +187,32 @@ class PodView:
     #: Why the pod cannot be scheduled as it is (a broken quantity); empty: it can.
     problem: str = ""
     deleting: bool = False
+    #: The pod's own ``allow-preemption`` annotation: True or False, None when it has none (its
+    #: PriorityClass's then counts, else True).
+    allow_preemption: bool | None = None
+    #: False with ``spec.preemptionPolicy: Never``.
+    may_preempt: bool = True
+    priority_class: str = ""
+    task_group: str = ""
+    placeholder: bool = False
+    role: str = ""
+    history_key: str = ""
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
 
+def allow_preemption_of(annotations: Mapping[str, Any] | None) -> bool | None:
+    """The ``allow-preemption`` annotation: ``false`` (any case) opts out, any other value opts
+    in, none: None."""
+    value = (annotations or {}).get(ALLOW_PREEMPTION_ANNOTATION)
+    return None if value is None else str(value).strip().lower() != "false"
+
+
 def pod_view(pod: Mapping[str, Any]) -> PodView:
     meta = pod.get("metadata") or {}
+    annotations = meta.get("annotations") or {}
     spec = pod.get("spec") or {}
     problem = ""
     try:
@@ -196,5 +227,9 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         phase=str((pod.get("status") or {}).get("phase", "")), app_id=app_id_of(pod), queue=queue_of(pod),
         user=user, groups=groups, priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
         created=_timestamp(meta.get("creationTimestamp")), request=request, problem=problem,
-        deleting=bool(meta.get("deletionTimestamp")),
+        deleting=bool(meta.get("deletionTimestamp")), allow_preemption=allow_preemption_of(annotations),
+        may_preempt=spec.get("preemptionPolicy") != "Never", priority_class=str(spec.get("priorityClassName") or ""),
+        task_group=str(annotations.get(TASK_GROUP_NAME_ANNOTATION, "")),
+        placeholder=str(annotations.get(PLACEHOLDER_ANNOTATION, "")).lower() == "true",
+        role=role_of(pod), history_key=history_key_of(pod),
     )

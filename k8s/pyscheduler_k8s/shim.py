@@ -36,6 +36,7 @@ server (the core may call back on the calling thread).
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import queue
 import threading
@@ -50,9 +51,12 @@ from pyscheduler.common.resources import Resource
 from pyscheduler.si import messages as si
 from pyscheduler.si.events import EventRecord, EventRecordType
 from pyscheduler_k8s.cnr import CNR_PATH, ReportedNode, reported_node
+from pyscheduler_k8s.gang import TIMEOUT_MESSAGE, TIMEOUT_REASON, GangError, GangSpec, gang_of, placeholder_ask, \
+    placeholder_pods
 from pyscheduler_k8s.kubeapi import KubeApi, KubeApiError, WatchExpired
 from pyscheduler_k8s.nodes import NodeView, node_view
-from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES, PodView, is_terminal, pod_view
+from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES, PodView, allow_preemption_of, is_terminal, pod_view
+from pyscheduler_k8s.roles import HISTORY_KEY_TAG, ROLE_TAG
 from pyscheduler_k8s.predicates import HostPort, check_node, host_ports
 
 __all__ = ["KubeShim", "ShimOptions"]
@@ -77,6 +81,13 @@ DEFAULT_EXTRA_CONFIG: Final = {"service.event.requestEventsEnabled": "true"}
 #: every other key a setting (``service.event.*``, ...).
 CONFIG_MAP_NAMES: Final = ("pyscheduler-configs", "yunikorn-configs")
 QUEUES_KEY: Final = "queues.yaml"
+PRIORITY_CLASSES_PATH: Final = "/apis/scheduling.k8s.io/v1/priorityclasses"
+#: Threads for the shim's other writes: placeholder pods created, victims and placeholders
+#: deleted, a failed gang's pods marked failed, and asks the core's callbacks release.
+WORKERS: Final = 4
+#: The core's releases the shim acts on by deleting the pod, and confirms once it is gone.
+_ENDED_BY_CORE: Final = frozenset({si.TerminationType.PREEMPTED_BY_SCHEDULER,
+                                   si.TerminationType.PLACEHOLDER_REPLACED, si.TerminationType.TIMEOUT})
 
 
 def _pending_reason(message: str) -> bool:
@@ -120,6 +131,22 @@ class _Pod:
     reason: str = ""
     #: Bindings of it that failed (the next ask waits longer each time).
     failures: int = 0
+    #: The core ended its allocation (preempted it, replaced the placeholder, or a gang's
+    #: timeout): the pod is being deleted, and its end confirms the release with this type.
+    ending: si.TerminationType | None = None
+
+
+@dataclass
+class _Gang:
+    """A gang application (its first pod had task groups) as the shim follows it: while it is
+    ``reserving`` its placeholder pods are placed and its other pods wait (state ``waiting``, no
+    ask); ``running`` once the core runs it (every placeholder placed) or resumed it after a
+    Soft timeout: its pods ask and replace the placeholders; ``failed`` after a Hard timeout:
+    its waiting pods are marked failed."""
+
+    spec: GangSpec
+    state: str = "reserving"
+    resuming: bool = False
 
 
 @dataclass(frozen=True)
@@ -140,6 +167,9 @@ class _Counts:
     config_reloads: int = 0
     config_rejected: int = 0
     events_dropped: int = 0
+    placeholders_created: int = 0
+    deleted: int = 0
+    pods_failed: int = 0
 
 
 class KubeShim:
@@ -164,6 +194,14 @@ class KubeShim:
         self._port_pods: set[str] = set()
         #: Application id -> the uids of its pods known to the core.
         self._apps: dict[str, set[str]] = {}
+        #: Applications the core refused: their reason, and their pods (held, the reason on
+        #: them); forgotten with their last pod, so a pod arriving meanwhile is held at once.
+        self._rejected_apps: dict[str, tuple[str, set[str]]] = {}
+        #: Gang applications by id (see :class:`_Gang`).
+        self._gangs: dict[str, _Gang] = {}
+        #: PriorityClass name -> its ``allow-preemption`` annotation (None: it has none).
+        self._priority_classes: dict[str, bool | None] = {}
+        self._work = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="k8s-work")
         self._stop = threading.Event()
         self._bindings: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._events: queue.Queue[tuple[dict[str, str], str, str, str]] = queue.Queue(maxsize=EVENT_QUEUE_MAX)
@@ -195,6 +233,7 @@ class KubeShim:
         self._applied = found.content if found is not None else None
         node_version = self._relist_nodes()
         reported_version = self._relist_reported()
+        classes_version = self._relist_priority_classes()
         pod_version = self._relist_pods()
         self.synced.set()
         watches: list[tuple[str, tuple[Any, ...]]] = [
@@ -204,6 +243,9 @@ class KubeShim:
         if reported_version is not None:
             watches.append(("customnoderesources", (CNR_PATH, reported_version, self._on_reported,
                                                     self._relist_reported)))
+        if classes_version is not None:
+            watches.append(("priorityclasses", (PRIORITY_CLASSES_PATH, classes_version, self._on_priority_class,
+                                                self._relist_priority_classes)))
         for name, args in watches:
             self._spawn(f"k8s-watch-{name}", self._follow, *args)
         for n in range(self.options.binders):
@@ -223,6 +265,7 @@ class KubeShim:
             self._bindings.put(None)
         for thread in self._threads:
             thread.join(timeout=5.0)
+        self._work.shutdown(wait=False, cancel_futures=True)
 
     # -- following the cluster ------------------------------------------------------------------
 
@@ -265,20 +308,44 @@ class KubeShim:
             self._on_node("DELETED", {"metadata": {"name": name}})
         return version
 
-    def _relist_reported(self) -> str | None:
-        """Lists the CustomNodeResources; None when their CRD is not installed (no node
-        reporters on this cluster: nothing to follow)."""
+    def _optional_list(self, path: str, what: str) -> tuple[list[dict[str, Any]], str] | None:
+        """A list the shim can do without: None when the API server has no such resource (404)
+        or the shim's role may not list it (403), said in the log."""
         try:
-            items, version = self.api.list(CNR_PATH)
+            return self.api.list(path)
         except KubeApiError as exc:
-            if exc.status == 404:
-                log.info("no CustomNodeResource CRD on this cluster: node reporters are not followed")
-                return None
-            if exc.status == 403:
-                log.warning("the shim may not list CustomNodeResources (its role lacks them): node reporters "
-                            "are not followed: %s", exc)
+            if exc.status in (403, 404):
+                log.warning("%s not followed (%s): %s", what, "no such resource" if exc.status == 404
+                            else "the shim's role may not list them", exc)
                 return None
             raise
+
+    def _relist_priority_classes(self) -> str | None:
+        listed = self._optional_list(PRIORITY_CLASSES_PATH, "PriorityClasses (their allow-preemption annotation)")
+        if listed is None:
+            return None
+        items, version = listed
+        classes = {str((c.get("metadata") or {}).get("name", "")):
+                   allow_preemption_of((c.get("metadata") or {}).get("annotations")) for c in items}
+        with self._lock:
+            self._priority_classes = classes
+        return version
+
+    def _on_priority_class(self, kind: str, priority_class: dict[str, Any]) -> None:
+        meta = priority_class.get("metadata") or {}
+        with self._lock:
+            if kind == "DELETED":
+                self._priority_classes.pop(str(meta.get("name", "")), None)
+            else:
+                self._priority_classes[str(meta.get("name", ""))] = allow_preemption_of(meta.get("annotations"))
+
+    def _relist_reported(self) -> str | None:
+        """Lists the CustomNodeResources; None when there are none to follow (no CRD: no node
+        reporters on this cluster, or the shim's role lacks them)."""
+        listed = self._optional_list(CNR_PATH, "CustomNodeResources (the node reporters')")
+        if listed is None:
+            return None
+        items, version = listed
         present = {str((c.get("metadata") or {}).get("name", "")) for c in items}
         with self._lock:
             gone = [name for name in self._reported if name not in present]
@@ -447,11 +514,21 @@ class KubeShim:
             if bound_elsewhere:
                 self._withdraw_and_recover(view)
             return
+        gang: GangSpec | None = None
+        if ours and not view.problem and not view.node_name:
+            try:
+                gang = gang_of(pod)
+            except GangError as exc:
+                view = replace(view, problem=f"pod {view.key}: {exc}")
         with self._lock:
             if not ours and not view.node_name:
                 return  # another scheduler's pending pod: nothing yet
             record = _Pod(view, pod, "foreign" if not ours else "allocated" if view.node_name else "ask",
                           node=view.node_name, ports=frozenset(host_ports(pod)))
+            refused = self._rejected_apps.get(view.app_id) if ours and not view.problem else None
+            if refused is not None:
+                view = record.view = replace(view, problem=refused[0])
+                refused[1].add(view.uid)
             if ours and view.problem:
                 record.state = "held"
             self._pods[view.uid] = record
@@ -460,6 +537,12 @@ class KubeShim:
             new_app = ours and record.state != "held" and view.app_id not in self._apps
             if ours and record.state != "held":
                 self._apps.setdefault(view.app_id, set()).add(view.uid)
+            if new_app and gang is not None:
+                self._gangs[view.app_id] = _Gang(gang)
+            waiting_gang = self._gangs.get(view.app_id)
+            if record.state == "ask" and not view.placeholder and waiting_gang is not None \
+                    and waiting_gang.state != "running":
+                record.state = "waiting"  # asks once its gang runs (or is marked failed with it)
         if record.state == "foreign":
             self._allocate(si.Allocation(allocation_key=view.uid, node_id=view.node_name,
                                          partition_name=self.options.partition,
@@ -470,11 +553,26 @@ class KubeShim:
             self._mark_unschedulable(view.uid, view.problem)
             return
         if new_app:
-            self.proxy.update_application(si.ApplicationRequest(new=(si.AddApplicationRequest(
-                application_id=view.app_id, queue_name=view.queue, partition_name=self.options.partition,
-                ugi=si.UserGroupInformation(user=view.user, groups=view.groups),
-                tags={si.KEY_NAMESPACE: view.namespace}),), rm_id=self.options.rm_id))
+            self._add_application(view, gang)
+            if gang is not None and not view.placeholder:
+                self._work.submit(self._create_placeholders, view.app_id, gang, pod)
+        if record.state == "waiting":
+            if waiting_gang is not None and waiting_gang.state == "failed":
+                self._work.submit(self._fail_pods, [view.uid])
+            return
         self._allocate(self._ask_of(view))
+
+    def _add_application(self, view: PodView, gang: GangSpec | None) -> None:
+        """The application of the pod, first of its application: a gang's asks the core for
+        its placeholders' total and runs it once they are placed (:mod:`.gang`)."""
+        self.proxy.update_application(si.ApplicationRequest(new=(si.AddApplicationRequest(
+            application_id=view.app_id, queue_name=view.queue, partition_name=self.options.partition,
+            ugi=si.UserGroupInformation(user=view.user, groups=view.groups),
+            tags={si.KEY_NAMESPACE: view.namespace},
+            placeholder_ask=si_resource(placeholder_ask(gang)) if gang is not None else None,
+            gang_scheduling_style=gang.style if gang is not None else "",
+            execution_timeout_milli_seconds=gang.timeout * 1000 if gang is not None else 0),),
+            rm_id=self.options.rm_id))
 
     def _withdraw_and_recover(self, view: PodView) -> None:
         """A pending pod of ours bound by someone else: its ask goes, its allocation is recorded."""
@@ -489,28 +587,36 @@ class KubeShim:
         self.proxy.update_allocation(si.AllocationRequest(allocations=(allocation,), rm_id=self.options.rm_id))
 
     def _pod_gone(self, view: PodView) -> None:
+        """The pod ended or was deleted: its allocation is released (or its ask withdrawn); a
+        release the core asked for (preemption, a placeholder replaced or timed out) is
+        confirmed with the core's termination type. The last pod of an application removes it."""
         with self._lock:
             record = self._pods.pop(view.uid, None)
             self._port_pods.discard(view.uid)
             if record is None:
                 return
             app_left = False
-            if record.state in ("ask", "allocated", "released"):
+            refused = self._rejected_apps.get(record.view.app_id)
+            if refused is not None:
+                refused[1].discard(view.uid)
+                if not refused[1]:
+                    del self._rejected_apps[record.view.app_id]
+            if record.state in ("ask", "allocated", "released", "waiting"):
                 members = self._apps.get(record.view.app_id)
                 if members is not None:
                     members.discard(view.uid)
                     if not members:
                         del self._apps[record.view.app_id]
+                        self._gangs.pop(record.view.app_id, None)
                         app_left = True
-        if record.state in ("held", "released"):
-            if app_left:
-                self._remove_application(record.view.app_id)
-            return
-        release = si.AllocationRelease(
-            partition_name=self.options.partition, application_id="" if record.state == "foreign" else record.view.app_id,
-            allocation_key=view.uid, termination_type=si.TerminationType.STOPPED_BY_RM, message="pod ended")
-        self.proxy.update_allocation(si.AllocationRequest(
-            releases=si.AllocationReleasesRequest(allocations_to_release=(release,)), rm_id=self.options.rm_id))
+        if record.state not in ("held", "released", "waiting"):
+            termination = record.ending or si.TerminationType.STOPPED_BY_RM
+            release = si.AllocationRelease(
+                partition_name=self.options.partition,
+                application_id="" if record.state == "foreign" else record.view.app_id, allocation_key=view.uid,
+                termination_type=termination, message="pod deleted" if record.ending else "pod ended")
+            self.proxy.update_allocation(si.AllocationRequest(
+                releases=si.AllocationReleasesRequest(allocations_to_release=(release,)), rm_id=self.options.rm_id))
         if app_left:
             self._remove_application(record.view.app_id)
 
@@ -575,10 +681,21 @@ class KubeShim:
         self._allocate(self._ask_of(view))
 
     def _ask_of(self, view: PodView) -> si.Allocation:
+        tags = {si.CREATION_TIME: str(view.created), si.KEY_NAMESPACE: view.namespace}
+        if view.role:
+            tags[ROLE_TAG] = view.role
+        if view.history_key:
+            tags[HISTORY_KEY_TAG] = view.history_key
+        allow_self = view.allow_preemption
+        if allow_self is None:
+            with self._lock:
+                allow_self = self._priority_classes.get(view.priority_class)
         return si.Allocation(
             allocation_key=view.uid, application_id=view.app_id, partition_name=self.options.partition,
             node_id=view.node_name, resource_per_alloc=si_resource(view.request), priority=view.priority,
-            allocation_tags={"creationTime": str(view.created), si.KEY_NAMESPACE: view.namespace})
+            allocation_tags=tags, placeholder=view.placeholder, task_group_name=view.task_group,
+            preemption_policy=si.PreemptionPolicy(allow_preempt_self=allow_self is not False,
+                                                  allow_preempt_other=view.may_preempt))
 
     # -- pod conditions and events ----------------------------------------------------------------
 
@@ -641,24 +758,159 @@ class KubeShim:
                 record.state, record.node = "allocated", allocation.node_id
             self._bindings.put((allocation.allocation_key, allocation.node_id))
         for rejected in response.rejected_allocations:
-            self._mark_unschedulable(rejected.allocation_key, f"rejected by the scheduler: {rejected.reason}")
-        for released in response.released:
-            # The core ended it (its node was removed, ...): the pod's end sends nothing more.
             with self._lock:
-                record = self._pods.get(released.allocation_key)
-                if record is not None and record.state == "allocated":
-                    record.state, record.node = "released", ""
+                record = self._pods.get(rejected.allocation_key)
+                held = record is not None and record.state == "held"
+            if not held:  # a pod of a refused application keeps that reason
+                self._mark_unschedulable(rejected.allocation_key, f"rejected by the scheduler: {rejected.reason}")
+        for released in response.released:
+            self._released_by_core(released)
+
+    def _released_by_core(self, released: si.AllocationRelease) -> None:
+        """The core ended an allocation or dropped an ask. Preempted, a placeholder replaced, or
+        a gang's timeout: the pod is deleted (a victim gets a ``Preempted`` event saying by whom
+        and why) and its end confirms the release. A gang's pending placeholder at the timeout
+        goes too (the core dropped its ask: nothing to confirm); a member's pending ask dropped
+        waits for what its gang does next. Anything else (its node was removed): the pod's end
+        sends nothing more."""
+        kind = released.termination_type
+        delete = False
+        with self._lock:
+            record = self._pods.get(released.allocation_key)
+            if record is None:
+                return
+            if record.state == "allocated" and kind in _ENDED_BY_CORE:
+                record.ending, delete = kind, True
+            elif record.state == "ask" and kind == si.TerminationType.TIMEOUT:
+                record.state = "released" if record.view.placeholder else "waiting"
+                delete = record.view.placeholder
+            elif record.state == "allocated":
+                record.state, record.node = "released", ""
+            view = record.view
+        if kind == si.TerminationType.PREEMPTED_BY_SCHEDULER and delete:
+            self._event(view.namespace, view.name, view.uid, "Normal", "Preempted", self._preempted_message(released))
+        if delete:
+            self._work.submit(self._delete_pod, view.uid, 0)
+
+    def _preempted_message(self, released: si.AllocationRelease) -> str:
+        """The core's reason, with the preempting pod named (the core names it by its uid)."""
+        message = released.message or "preempted by the scheduler"
+        last = message.split()[-1] if message.split() else ""
+        with self._lock:
+            preemptor = self._pods.get(last)
+            if preemptor is not None and message.endswith(last):
+                message = f"{message[:-len(last)]}{preemptor.view.key} (uid {last})"
+        return f"Preempted by {self.options.component}: {message}"
+
+    def _delete_pod(self, uid: str, attempt: int) -> None:
+        """Deletes a pod the core ended (gracefully: the pod's own grace period). Retried with
+        a growing pause while the API server fails, since the core waits for its end."""
+        with self._lock:
+            record = self._pods.get(uid)
+            target = None if record is None or self._stop.is_set() else (record.view.namespace, record.view.name)
+        if target is None:
+            return
+        try:
+            self.api.delete_pod(target[0], target[1], uid=uid)
+        except KubeApiError as exc:
+            if exc.status in (404, 409):
+                return  # gone already (or another pod took the name): the watch reports its end
+            delay = min(RETRY_BACKOFF_MAX, RETRY_DELAY * 2 ** attempt)
+            log.warning("deleting pod %s/%s failed (again in %g s): %s", target[0], target[1], delay, exc)
+            timer = threading.Timer(delay, lambda: self._work.submit(self._delete_pod, uid, attempt + 1))
+            timer.daemon = True
+            timer.start()
+            return
+        self.counts.deleted += 1
+
+    def _create_placeholders(self, app_id: str, gang: GangSpec, owner: Mapping[str, Any]) -> None:
+        """Creates a gang's placeholder pods (:func:`.gang.placeholder_pods`); one that exists
+        already (a restart made them before) is left as it is."""
+        view = pod_view(owner)
+        with self._lock:
+            if app_id not in self._gangs:
+                return  # the core refused the application, or it ended already
+        created = 0
+        for body in placeholder_pods(gang, app_id, view.queue, owner):
+            if self._stop.is_set():
+                return
+            try:
+                self.api.create_pod(view.namespace, body)
+                created += 1
+            except KubeApiError as exc:
+                if exc.status != 409:
+                    log.warning("placeholder %s of application %s not created: %s", body["metadata"]["name"], app_id, exc)
+                    self._event(view.namespace, view.name, view.uid, "Warning", "GangScheduling",
+                                f"placeholder {body['metadata']['name']} not created: {exc}")
+        self.counts.placeholders_created += created
+        groups = ", ".join(f"{g.name} x{g.min_member}" for g in gang.groups)
+        self._event(view.namespace, view.name, view.uid, "Normal", "GangScheduling",
+                    f"{created} placeholder pods created for application {app_id} ({groups}), {gang.style} style")
+
+    def _fail_pods(self, uids: list[str]) -> None:
+        """A gang's Hard timeout: its pods that never ran are marked failed, as YuniKorn's shim
+        does (phase ``Failed``, reason ``ResourceReservationTimeout``)."""
+        for uid in uids:
+            with self._lock:
+                record = self._pods.get(uid)
+                target = None if record is None else (record.view.namespace, record.view.name)
+            if target is None:
+                continue
+            try:
+                self.api.patch_pod_status(target[0], target[1], {"status": {
+                    "phase": "Failed", "reason": TIMEOUT_REASON, "message": TIMEOUT_MESSAGE}})
+            except KubeApiError as exc:
+                log.warning("pod %s/%s: cannot mark it failed: %s", target[0], target[1], exc)
+                continue
+            self.counts.pods_failed += 1
+            self._event(target[0], target[1], uid, "Warning", TIMEOUT_REASON, TIMEOUT_MESSAGE)
+
+    def _gang_state(self, app_id: str, state: str) -> None:
+        """Follows a gang application's state in the core (see :class:`_Gang`): Running, or
+        Accepted again after Resuming (a Soft timeout), lets its waiting pods ask; Failed (a Hard
+        timeout) marks them failed."""
+        with self._lock:
+            gang = self._gangs.get(app_id)
+            if gang is None:
+                return
+            if state == "Resuming":
+                gang.resuming = True
+                return
+            runs = state == "Running" or (state == "Accepted" and gang.resuming)
+            if not (runs and gang.state == "reserving") and not (state == "Failed" and gang.state != "failed"):
+                return
+            gang.state = "running" if runs else "failed"
+            waiting = [uid for uid in self._apps.get(app_id, ())
+                       if (r := self._pods.get(uid)) is not None and r.state == "waiting"]
+            if runs:
+                for uid in waiting:
+                    self._pods[uid].state = "ask"
+            views = [self._pods[uid].view for uid in waiting]
+        if runs:
+            self._work.submit(self._ask_all, views)
+        else:
+            self._work.submit(self._fail_pods, waiting)
+
+    def _ask_all(self, views: list[PodView]) -> None:
+        if views:
+            self.proxy.update_allocation(si.AllocationRequest(
+                allocations=tuple(self._ask_of(view) for view in views), rm_id=self.options.rm_id))
 
     def update_application(self, response: si.ApplicationResponse) -> None:
+        for updated in response.updated:
+            self._gang_state(updated.application_id, updated.state)
         for rejected in response.rejected:
+            reason = f"application {rejected.application_id} rejected: {rejected.reason}"
             with self._lock:
                 uids = list(self._apps.pop(rejected.application_id, ()))
+                self._gangs.pop(rejected.application_id, None)
+                self._rejected_apps.setdefault(rejected.application_id, (reason, set()))[1].update(uids)
                 for uid in uids:
                     record = self._pods.get(uid)
                     if record is not None:
                         record.state = "held"
             for uid in uids:
-                self._mark_unschedulable(uid, f"application {rejected.application_id} rejected: {rejected.reason}")
+                self._mark_unschedulable(uid, reason)
 
     def update_node(self, response: si.NodeResponse) -> None:
         for rejected in response.rejected:

@@ -664,7 +664,7 @@ class Partition:
         role = role_of(alloc.tags, alloc.task_group_name)
         if not role:
             return None
-        return self.role_histories.get_or_create(history_key_of(app.app_id, app.tags)), role
+        return self.role_histories.get_or_create(history_key_of(app.app_id, app.tags, alloc.tags)), role
 
     def _role_landed(self, app: Application, alloc: Allocation, node_id: str) -> None:
         found = self._role_history(app, alloc)

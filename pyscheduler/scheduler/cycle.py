@@ -431,7 +431,7 @@ class SchedulingCycle:
         role = role_of(ask.tags, ask.task_group_name)
         if not role:
             return None
-        history = partition.role_histories.get_or_create(history_key_of(app.app_id, app.tags))
+        history = partition.role_histories.get_or_create(history_key_of(app.app_id, app.tags, ask.tags))
         settings = history.settings(role, app.tags, queue.properties)
         escalated_before = history.escalations
         placement = history.choose(

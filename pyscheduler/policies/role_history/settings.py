@@ -4,8 +4,9 @@ Names (application and ask tags, pyscheduler extensions):
 
 - ``pyscheduler.io/role`` on an ask names its role; an ask without it plays the role named by
   its task group (``task_group_name``), if any. An ask with neither has no role history.
-- ``pyscheduler.io/role-history-key`` on an application names its history; without it the
-  history key is the application id. A resubmitted application with the same key inherits the
+- ``pyscheduler.io/role-history-key`` on an application names its history; on an ask it names
+  that ask's (an application holding several workloads, as the Kubernetes shim's one application
+  per namespace does); without either the history key is the application id. A resubmitted application with the same key inherits the
   history (its roles come back to the nodes they ran on).
 
 Per-role settings come from, first to last: the application tag for that role
@@ -84,8 +85,9 @@ def role_of(tags: Mapping[str, str], task_group_name: str = "") -> str:
     return tags.get(ROLE_TAG, "") or task_group_name
 
 
-def history_key_of(app_id: str, tags: Mapping[str, str]) -> str:
-    return tags.get(HISTORY_KEY_TAG, "") or app_id
+def history_key_of(app_id: str, tags: Mapping[str, str], ask_tags: Mapping[str, str] | None = None) -> str:
+    """The ask's tag, else the application's, else the application id."""
+    return (ask_tags.get(HISTORY_KEY_TAG, "") if ask_tags else "") or tags.get(HISTORY_KEY_TAG, "") or app_id
 
 
 def role_settings(role: str, app_tags: Mapping[str, str], queue_properties: Mapping[str, str]) -> RoleSettings:
