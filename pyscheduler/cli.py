@@ -9,6 +9,12 @@ Subcommands:
   the ``pyscheduler-web`` package (``pip install 'pyscheduler[web]'``), exit 1 without it.
   An unreadable configuration or an ``--rm`` module that does not exist exits 2, an invalid
   configuration 1; otherwise it serves until SIGINT/SIGTERM (exit 0).
+- ``pyscheduler reporter-agent --node NAME [options]``: the node reporter manager as a per-node
+  agent on Kubernetes: polls its plugins (in-process by import path, Katalyst's gRPC plugins from
+  its plugin directory) and writes their merge into the node's ``CustomNodeResource``; needs the
+  ``pyscheduler-k8s`` package (``pip install 'pyscheduler[k8s]'``), exit 1 without it. Settings
+  it cannot start with exit 2; otherwise it runs until SIGTERM/SIGINT (exit 0); ``--once``: one
+  round, exit 0, or 1 when the write failed.
 - ``pyscheduler simulate [WORKLOAD_FILE] [--preset NAME] [options]``: play a workload against
   the core with a simulated RM; progress bar on standard error, summary on standard output
   (exit 0). A workload file that cannot be read exits 2, an invalid one 1 (the error names the
@@ -163,12 +169,39 @@ def _simulate(rest: list[str]) -> int:
     return 0 if all(s.completed for s in summaries) else 3
 
 
-#: What ``serve`` says when the web package is not installed.
-WEB_MISSING = (
-    "pyscheduler serve needs the REST service package, pyscheduler-web, which is not installed.\n"
-    "Install it with:  pip install 'pyscheduler[web]'\n"
-    "(in a source checkout:  pip install -e web)"
-)
+def _optional_package_missing(command: str, exc: ImportError, package: str, what: str, extra: str) -> int:
+    """Says that ``pyscheduler COMMAND`` needs the optional ``package`` (``what`` it is,
+    installed as the ``extra`` of pyscheduler, from the checkout's directory of that name) and how
+    to install it, or that one of its dependencies is missing; the exit code (1)."""
+    if (exc.name or package).split(".")[0] == package:
+        print(f"pyscheduler {command} needs {what}, {package.replace('_', '-')}, which is not installed.\n"
+              f"Install it with:  pip install 'pyscheduler[{extra}]'\n"
+              f"(in a source checkout:  pip install -e {extra})", file=sys.stderr)
+    else:  # the package is there but one of its dependencies is not
+        print(f"pyscheduler {command}: cannot load {what} ({exc}); reinstall it with "
+              f"pip install 'pyscheduler[{extra}]'", file=sys.stderr)
+    return 1
+
+
+def _reporter_options(parser: argparse.ArgumentParser, prefix: str, about: str) -> None:
+    """The reporter manager's settings, as ``serve`` (``--reporter-period``, ...) and
+    ``reporter-agent`` (``--period``, ...) take them; ``about`` starts each help text."""
+    parser.add_argument(f"--{prefix}period", type=float, default=5.0, metavar="SECONDS",
+                        help=f"{about}seconds between polls of the plugins, from the end of one round to the start "
+                        "of the next (default 5)")
+    parser.add_argument(f"--{prefix}timeout", type=float, default=10.0, metavar="SECONDS",
+                        help=f"{about}how long one plugin's poll may take (default 10)")
+    parser.add_argument(f"--{prefix}grace", type=float, default=300.0, metavar="SECONDS",
+                        help=f"{about}how long a plugin that went away keeps its facts (default 300)")
+    parser.add_argument(f"--{prefix}enable", default="*", metavar="RULES",
+                        help=f"{about}plugins on and off, Katalyst's rule: '*' all, 'foo' on, '-foo' off, "
+                        "comma-separated, the first naming a plugin wins (default '*')")
+    parser.add_argument(f"--{prefix}checkpoint", metavar="FILE",
+                        help=f"{about}keep every plugin's last report here across restarts (default: none)")
+
+
+def _enable_rules(text: str) -> tuple[str, ...]:
+    return tuple(rule.strip() for rule in text.split(",") if rule.strip())
 
 
 def _serve(rest: list[str]) -> int:
@@ -222,17 +255,7 @@ def _serve(rest: list[str]) -> int:
         "--role-history-save-delay", type=float, default=1.0, metavar="SECONDS",
         help="the longest a change waits before it is saved (default 1)",
     )
-    parser.add_argument("--reporter-period", type=float, default=5.0, metavar="SECONDS",
-                        help="node reporter manager: seconds between polls of its plugins (default 5)")
-    parser.add_argument("--reporter-timeout", type=float, default=10.0, metavar="SECONDS",
-                        help="node reporter manager: how long one plugin's poll may take (default 10)")
-    parser.add_argument("--reporter-grace", type=float, default=300.0, metavar="SECONDS",
-                        help="node reporter manager: how long a plugin that went away keeps its facts (default 300)")
-    parser.add_argument("--reporter-enable", default="*", metavar="RULES",
-                        help="node reporter plugins on and off, Katalyst's rule: '*' all, 'foo' on, '-foo' off, "
-                        "comma-separated, the first naming a plugin wins (default '*')")
-    parser.add_argument("--reporter-checkpoint", metavar="FILE",
-                        help="node reporter manager: keep every plugin's last report here across restarts")
+    _reporter_options(parser, "reporter-", "node reporter manager: ")
     parser.add_argument("--reporter-dir", metavar="DIR",
                         help="node reporter manager: socket plugins (Katalyst's gRPC API) register here, one "
                         "sub-directory per node: DIR/NODE/PLUGIN.sock (default: no socket plugins)")
@@ -249,12 +272,7 @@ def _serve(rest: list[str]) -> int:
         from pyscheduler_web.server import serve
         from pyscheduler_web.service import ServeOptions
     except ImportError as exc:
-        if (exc.name or "pyscheduler_web").split(".")[0] == "pyscheduler_web":
-            print(WEB_MISSING, file=sys.stderr)
-        else:  # the package is there but one of its dependencies is not
-            print(f"pyscheduler serve: cannot load the web service ({exc}); reinstall it with "
-                  "pip install 'pyscheduler[web]'", file=sys.stderr)
-        return 1
+        return _optional_package_missing("serve", exc, "pyscheduler_web", "the REST service package", "web")
 
     import importlib.util
 
@@ -274,7 +292,7 @@ def _serve(rest: list[str]) -> int:
         reporter_period=args.reporter_period,
         reporter_timeout=args.reporter_timeout,
         reporter_grace=args.reporter_grace,
-        reporter_enabled=tuple(r.strip() for r in args.reporter_enable.split(",") if r.strip()),
+        reporter_enabled=_enable_rules(args.reporter_enable),
         reporter_checkpoint=args.reporter_checkpoint,
         reporter_dir=args.reporter_dir,
     )
@@ -316,6 +334,47 @@ def _serve(rest: list[str]) -> int:
             print(f"{args.config}: {error}", file=sys.stderr)
         return 1
     return serve(options, args.bind)
+
+
+def _reporter_agent(rest: list[str]) -> int:
+    """``reporter-agent``: the reporter manager for one node (see ``pyscheduler_k8s.agent``)."""
+    parser = argparse.ArgumentParser(
+        prog="pyscheduler reporter-agent",
+        description="The node reporter manager as a per-node agent (a DaemonSet, as Katalyst's agent): every "
+        "period it polls its plugins, merges what they report about this node, and when the merge changed writes "
+        "it into the node's CustomNodeResource (node.katalyst.kubewharf.io/v1alpha1) in one server-side apply. The "
+        "scheduler's Kubernetes shim reads those objects into the core's nodes. Plugins are in-process (--plugin) "
+        "or Katalyst's gRPC plugins, which register by putting their socket into --plugin-dir, unchanged.",
+    )
+    parser.add_argument("--node", required=True, metavar="NAME",
+                        help="the node this agent reports on (in a DaemonSet: spec.nodeName from the downward API)")
+    parser.add_argument("--plugin-dir", metavar="DIR",
+                        help="this node's plugin directory, flat: socket plugins register by creating DIR/NAME.sock "
+                        "(Katalyst's agent uses /var/lib/katalyst/plugin-socks; default: no socket plugins)")
+    parser.add_argument("--plugin", action="append", default=[], metavar="MODULE:ATTR",
+                        help="an in-process plugin: an object with name and report(), or a factory called with the "
+                        "node's name that returns one (repeatable; the order given is the merge order)")
+    _reporter_options(parser, "", "")
+    parser.add_argument("--resync", type=float, default=300.0, metavar="SECONDS",
+                        help="write the object again after this long even when nothing changed, so one deleted or "
+                        "edited by someone else comes back (default 300)")
+    parser.add_argument("--kubeconfig", metavar="PATH",
+                        help="the cluster (default: KUBECONFIG, ~/.kube/config, else the pod's service account)")
+    parser.add_argument("--once", action="store_true",
+                        help="one round, then exit: 0 when written or unchanged, 1 when the write failed")
+    args = parser.parse_args(rest)
+    for option in ("period", "timeout", "grace", "resync"):
+        if getattr(args, option) <= 0:
+            parser.error(f"--{option} must be positive, got {getattr(args, option)}")
+    try:
+        from pyscheduler_k8s.agent import AgentOptions, run
+    except ImportError as exc:
+        return _optional_package_missing("reporter-agent", exc, "pyscheduler_k8s", "the Kubernetes package", "k8s")
+    return run(AgentOptions(
+        node=args.node, plugin_dir=args.plugin_dir, plugins=tuple(args.plugin), period=args.period,
+        timeout=args.timeout, grace=args.grace,
+        enabled=_enable_rules(args.enable), checkpoint=args.checkpoint,
+        resync=args.resync, kubeconfig=args.kubeconfig, once=args.once))
 
 
 def _validate_conf(rest: list[str]) -> int:
@@ -363,6 +422,7 @@ def _read_bytes(path: str) -> bytes:
 
 _COMMANDS = {
     "bench": (_bench, "where the benchmarks are (make bench in a source checkout)"),
+    "reporter-agent": (_reporter_agent, "the node reporter manager on one node, writing its CustomNodeResource"),
     "serve": (_serve, "serve the REST API (YuniKorn's /ws/v1) with gunicorn; --demo for a busy demo cluster"),
     "simulate": (_simulate, "play a workload against the core with a simulated RM and print a summary"),
     "validate-conf": (_validate_conf, "check a queues.yaml file (- for stdin): prints 'valid' or the errors"),

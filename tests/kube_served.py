@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from kube_cluster import KubeCluster
+from kube_cluster import KubeCluster, start_cluster
 
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.scheduler.context import ClusterContext
@@ -31,7 +33,7 @@ partitions:
 PARTITION = "[pyscheduler-k8s]default"
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "web"))
-from web_helpers import Server, launch  # noqa: E402
+from web_helpers import Server, launch, stop  # noqa: E402
 
 
 class Served:
@@ -126,3 +128,25 @@ def pod_body(name: str, app: str, queue: str, cpu: str = "1", *, labels: dict[st
                          "annotations": dict(annotations or {})},
             "spec": {"schedulerName": "pyscheduler", "containers": [
                 {"name": "c", "image": "registry.k8s.io/pause:3.7", "resources": {"requests": {"cpu": cpu}}}], **spec}}
+
+
+@contextlib.contextmanager
+def small_cluster(workdir: Path, nodes: list[str], namespace: str) -> Iterator[KubeCluster]:
+    """A control plane with kwok nodes of 4 cpu and 16 GiB and one namespace."""
+    cluster = start_cluster(workdir)
+    try:
+        cluster.add_nodes(nodes, cpu="4", memory="16Gi")
+        cluster.ensure_namespace(namespace)
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@contextlib.contextmanager
+def serving(kube: KubeCluster, tmp: Path, queues: str) -> Iterator[Server]:
+    """:func:`serve`, stopped on the way out."""
+    server = serve(kube, tmp, queues)
+    try:
+        yield server
+    finally:
+        stop(server)

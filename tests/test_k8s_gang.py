@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kube_cluster import KubeCluster, start_cluster
-from kube_served import create_pods, delete_pods, events_of, list_pods, pod_body, running, serve
-from web_helpers import Server, stop
+from kube_cluster import KubeCluster
+from kube_served import create_pods, delete_pods, events_of, list_pods, pod_body, running, serving, small_cluster
+from web_helpers import Server
 
 pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
 
@@ -39,22 +39,14 @@ partitions:
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
-    cluster = start_cluster(tmp_path_factory.mktemp("kube-gang"))
-    try:
-        cluster.add_nodes([f"gang-{n}" for n in range(NODES)], cpu="4", memory="16Gi")
-        cluster.ensure_namespace(NAMESPACE)
+    with small_cluster(tmp_path_factory.mktemp("kube-gang"), [f"gang-{n}" for n in range(NODES)], NAMESPACE) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")
 def server(kube: KubeCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    running_server = serve(kube, tmp_path_factory.mktemp("serve-gang"), QUEUES)
-    try:
+    with serving(kube, tmp_path_factory.mktemp("serve-gang"), QUEUES) as running_server:
         yield running_server
-    finally:
-        stop(running_server)
 
 
 @pytest.fixture(autouse=True)

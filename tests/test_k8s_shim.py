@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 from kube_cluster import KubeCluster, start_cluster
-from kube_served import QUEUES, Served
+from kube_served import PARTITION, QUEUES, Served
 
+from pyscheduler_k8s.cnr import CNR_PATH
 from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi, KubeApiError
 from pyscheduler_k8s.leader import LeaseSettings
 from pyscheduler_k8s.replica import Replica
@@ -564,3 +565,43 @@ def test_a_refused_binding_is_tried_again_with_backoff(kube: KubeCluster, tmp_pa
         for kind, name in (("clusterrolebindings", "no-binding"), ("clusterrolebindings", "may-bind"),
                            ("clusterroles", "no-binding"), ("clusterroles", "pyscheduler-bind")):
             kube.request("DELETE", f"/apis/rbac.authorization.k8s.io/v1/{kind}/{name}")
+
+
+CRD_PATH = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/customnoderesources.node.katalyst.kubewharf.io"
+
+
+def test_node_reports_are_followed_once_their_crd_is_installed_and_forgotten_when_it_goes(kube: KubeCluster) -> None:
+    """The shim starts on a cluster without the CustomNodeResource CRD, so without node
+    reporters; installed later, it is followed from then on (a reported label is a node
+    attribute in the core and places pods by node selector); deleted, the reported layer goes."""
+    kube.request("DELETE", CRD_PATH)  # an earlier test may have applied the manifests
+    kube.wait_for("no CRD", lambda: kube.request("GET", CRD_PATH).status_code == 404, timeout=60)
+    served = Served(kube, ShimOptions(optional_recheck=0.3))
+    try:
+        done = subprocess.run(["kubectl", f"--kubeconfig={kube.kubeconfig}", "apply", "-f",
+                               str(DEPLOY / "40-customnoderesource-crd.yaml")], capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0, done.stderr
+        kube.wait_for("the CRD established", lambda: any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in kube.request("GET", CRD_PATH).json().get("status", {}).get("conditions", [])), timeout=30)
+        cnr = {"apiVersion": "node.katalyst.kubewharf.io/v1alpha1", "kind": "CustomNodeResource",
+               "metadata": {"name": "kwok-0", "labels": {"rack": "r7"}}, "status": {"topologyPolicy": "SingleNUMANode"}}
+        answer = kube.request("POST", CNR_PATH, cnr)
+        assert answer.status_code == 201, answer.text
+        partition = served.context.partitions[PARTITION]
+
+        def attributes() -> dict[str, str]:
+            with partition.lock:
+                return dict(partition.nodes["kwok-0"].attributes)
+
+        kube.wait_for("the reported label in the core", lambda: attributes().get("rack") == "r7", timeout=30)
+        assert attributes()["katalyst.kubewharf.io/topology-policy"] == "SingleNUMANode"
+        pod = _pod(kube, "100m", nodeSelector={"rack": "r7"})
+        kube.wait_for("bound by the reported label", lambda: _get(kube, pod["metadata"]["name"])["spec"].get("nodeName")
+                      == "kwok-0", timeout=30)
+        kube.request("DELETE", CRD_PATH)
+        kube.wait_for("the reported layer gone", lambda: "rack" not in attributes(), timeout=60)
+    finally:
+        served.stop()
+        _delete_all(kube)

@@ -114,6 +114,9 @@ class ShimOptions:
     watch_timeout: int = 300
     #: The namespace of the configuration's ConfigMap (:data:`CONFIG_MAP_NAMES`).
     namespace: str = "default"
+    #: Seconds between looks for a resource the shim follows when it exists (CustomNodeResources,
+    #: PriorityClasses) while it does not, or the shim may not list it.
+    optional_recheck: float = 30.0
 
 
 @dataclass
@@ -202,6 +205,8 @@ class KubeShim:
         #: PriorityClass name -> its ``allow-preemption`` annotation (None: it has none).
         self._priority_classes: dict[str, bool | None] = {}
         self._work = concurrent.futures.ThreadPoolExecutor(WORKERS, thread_name_prefix="k8s-work")
+        #: Optional resources found missing (said once until they are back).
+        self._absent: set[str] = set()
         self._stop = threading.Event()
         self._bindings: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._events: queue.Queue[tuple[dict[str, str], str, str, str]] = queue.Queue(maxsize=EVENT_QUEUE_MAX)
@@ -240,12 +245,11 @@ class KubeShim:
             ("nodes", ("/api/v1/nodes", node_version, self._on_node, self._relist_nodes)),
             ("pods", ("/api/v1/pods", pod_version, self._on_pod, self._relist_pods)),
             ("configmaps", (self._config_maps_path, map_version, self._on_config_map, self._relist_config_maps))]
-        if reported_version is not None:
-            watches.append(("customnoderesources", (CNR_PATH, reported_version, self._on_reported,
-                                                    self._relist_reported)))
-        if classes_version is not None:
-            watches.append(("priorityclasses", (PRIORITY_CLASSES_PATH, classes_version, self._on_priority_class,
-                                                self._relist_priority_classes)))
+        # Optional: followed while they exist; absent (None), looked for again now and then.
+        watches.append(("customnoderesources", (CNR_PATH, reported_version, self._on_reported,
+                                                self._relist_reported)))
+        watches.append(("priorityclasses", (PRIORITY_CLASSES_PATH, classes_version, self._on_priority_class,
+                                            self._relist_priority_classes)))
         for name, args in watches:
             self._spawn(f"k8s-watch-{name}", self._follow, *args)
         for n in range(self.options.binders):
@@ -269,9 +273,18 @@ class KubeShim:
 
     # -- following the cluster ------------------------------------------------------------------
 
-    def _follow(self, path: str, version: str, handle: Callable[[str, dict[str, Any]], None],
-                relist: Callable[[], str]) -> None:
+    def _follow(self, path: str, version: str | None, handle: Callable[[str, dict[str, Any]], None],
+                relist: Callable[[], str | None]) -> None:
+        """Follows a watch from ``version``, listing again when it expires. A resource the
+        shim can do without (its list gives None: no such resource, or not allowed) is looked
+        for again every ``optional_recheck`` seconds (a CRD installed after the shim
+        started, or deleted and installed again, is followed from then on)."""
         while not self._stop.is_set():
+            if version is None:
+                if self._stop.wait(self.options.optional_recheck):
+                    return
+                version = self._retrying(relist)
+                continue
             try:
                 for kind, obj in self.api.watch(path, version, timeout_seconds=self.options.watch_timeout,
                                                 stop=self._stop):
@@ -281,13 +294,20 @@ class KubeShim:
             except WatchExpired:
                 log.info("watch %s expired: listing again", path)
                 version = self._retrying(relist)
+            except KubeApiError as exc:
+                if exc.status not in (403, 404) or self._stop.is_set():
+                    log.warning("watch %s failed; watching again in %g s: %s", path, RETRY_DELAY, exc)
+                    self._stop.wait(RETRY_DELAY)
+                    continue
+                log.info("watch %s: %s: listing again", path, exc)  # its CRD went, or the role changed
+                version = self._retrying(relist)
             except Exception:  # a broken connection or answer: wait, then watch again
                 if self._stop.is_set():
                     return
                 log.exception("watch %s failed; watching again in %g s", path, RETRY_DELAY)
                 self._stop.wait(RETRY_DELAY)
 
-    def _retrying(self, relist: Callable[[], str]) -> str:
+    def _retrying(self, relist: Callable[[], str | None]) -> str | None:
         while not self._stop.is_set():
             try:
                 self.counts.relists += 1
@@ -312,13 +332,20 @@ class KubeShim:
         """A list the shim can do without: None when the API server has no such resource (404)
         or the shim's role may not list it (403), said in the log."""
         try:
-            return self.api.list(path)
+            listed = self.api.list(path)
         except KubeApiError as exc:
             if exc.status in (403, 404):
-                log.warning("%s not followed (%s): %s", what, "no such resource" if exc.status == 404
-                            else "the shim's role may not list them", exc)
+                if path not in self._absent:
+                    self._absent.add(path)
+                    log.warning("%s not followed (%s), looked for again every %g s: %s", what,
+                                "no such resource" if exc.status == 404 else "the shim's role may not list them",
+                                self.options.optional_recheck, exc)
                 return None
             raise
+        if path in self._absent:
+            self._absent.discard(path)
+            log.info("%s followed from now on", what)
+        return listed
 
     def _relist_priority_classes(self) -> str | None:
         listed = self._optional_list(PRIORITY_CLASSES_PATH, "PriorityClasses (their allow-preemption annotation)")
@@ -939,6 +966,26 @@ class KubeShim:
                 if other.node == args.node_id and other.view.uid != args.allocation_key for port in other.ports]
             raw = record.raw
         return check_node(raw, node, used)
+
+    def preemption_predicates(self, args: si.PreemptionPredicatesArgs) -> si.PreemptionPredicatesResponse:
+        """Would the pod go on the node once the victims ``[0..i]`` are gone, for the first
+        ``i`` from ``start_index`` on? (The core checks the resources.) A node's selector,
+        affinity and taints do not depend on the victims; its host ports in use do."""
+        keys = args.preempt_allocation_keys
+        with self._lock:
+            record = self._pods.get(args.allocation_key)
+            node = self._checked_nodes.get(args.node_id)
+            if record is None or node is None:
+                return si.PreemptionPredicatesResponse(success=False)
+            holders = [] if not record.ports else [
+                (other.view.uid, other.ports) for other in map(self._pods.__getitem__, self._port_pods)
+                if other.node == args.node_id and other.view.uid != args.allocation_key]
+            raw = record.raw
+        for index in range(max(0, args.start_index), len(keys)):
+            gone = set(keys[:index + 1])
+            if check_node(raw, node, [port for uid, ports in holders if uid not in gone for port in ports]) is None:
+                return si.PreemptionPredicatesResponse(success=True, index=index)
+        return si.PreemptionPredicatesResponse(success=False)
 
     # -- for tests and the REST status -------------------------------------------------------------
 

@@ -12,16 +12,23 @@ the previous one when started):
    :mod:`.node_fields`) and turned into facts (attributes, capacity, occupied);
 3. the checkpoint (when configured) is written if a plugin's report changed, before anything
    is sent, so a restart starts from what the plugins last said;
-4. each node whose facts differ from what was last sent gets one UPDATE through the RM
-   interface (``reported_attributes``, ``reported_occupied``, and the capacity when a plugin
-   reports it); a node nothing reports any more gets its reported layer emptied once. Nodes
-   the RM does not have are skipped.
+4. each node whose facts differ from what was last sent goes to the manager's **sink** in one
+   batch; a node nothing reports any more goes once with empty facts. Nodes the sink does not
+   know are skipped (their reports are rejected as about an unknown node).
+
+**Sinks** (:class:`NodeSink`): where the merged facts go and which nodes exist. The default,
+:class:`CoreSink`, is the core: one node UPDATE per changed node through the RM interface
+(``reported_attributes``, ``reported_occupied``, and the capacity when a plugin reports it), one
+request per RM, for the nodes the RMs registered. Another sink serves another store: the per-node
+agent on Kubernetes (``pyscheduler_k8s.agent``) knows one node and writes its merge into the
+node's ``CustomNodeResource``. A sink that raises leaves its nodes unsent: they go again at the
+next round or push, whether or not their reports changed meanwhile.
 
 A watching plugin (one with ``watch()``) is followed on a thread of its own from the moment it
 registers: each report it yields is applied at once the same way (:meth:`ReporterManager.push`).
 
 Locks: ``_lock`` guards the plugin table and what was sent; it is never held while a plugin is
-called or while the core is updated (the core takes its own locks).
+called or while the sink is called (the core takes its own locks).
 """
 
 from __future__ import annotations
@@ -32,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from pyscheduler.common.background import BackgroundThread
 from pyscheduler.common.clock import Clock, SystemClock
@@ -44,11 +51,13 @@ from pyscheduler.reporter.content import GroupVersionKind, ReportContent, Report
 from pyscheduler.reporter.merge import Merged, Rejected, Reported, merge
 from pyscheduler.reporter.node_fields import NODE_KINDS, NODE_SCHEMA, NodeFacts, node_facts
 from pyscheduler.reporter.plugin import NodeReport, ReporterPlugin, WatchingPlugin, is_enabled
-from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.si import messages as si
 
-__all__ = ["Converter", "DEFAULT_GRACE", "DEFAULT_PERIOD", "DEFAULT_TIMEOUT", "ManagerSettings", "PluginState",
-           "ReporterError", "ReporterManager", "RoundResult"]
+if TYPE_CHECKING:  # the manager itself needs no core: only CoreSink talks to one
+    from pyscheduler.rmproxy.proxy import RMProxy
+
+__all__ = ["Converter", "CoreSink", "DEFAULT_GRACE", "DEFAULT_PERIOD", "DEFAULT_TIMEOUT", "ManagerSettings",
+           "NodeSink", "NodeUpdate", "PluginState", "ReporterError", "ReporterManager", "RoundResult"]
 
 log = logging.getLogger(__name__)
 
@@ -107,13 +116,76 @@ class RoundResult:
     updated: tuple[str, ...]
 
 
-class ReporterManager:
-    def __init__(self, proxy: RMProxy, rm_id: str | None = None, settings: ManagerSettings | None = None, *,
-                 clock: Clock | None = None, on_round: Callable[[RoundResult], None] | None = None) -> None:
+@dataclass(frozen=True)
+class NodeUpdate:
+    """One node's merged facts as they go to a sink."""
+
+    node_id: str
+    #: Who the node belongs to, as :meth:`NodeSink.known_nodes` said (the RM, for the core).
+    owner: str
+    #: Empty when nothing reports on the node any more.
+    facts: NodeFacts
+    #: What the sink was last given for the node (None: nothing yet).
+    previous: NodeFacts | None
+
+
+class NodeSink(Protocol):
+    """Where the manager's merged facts go (see the module doc)."""
+
+    def known_nodes(self) -> Mapping[str, str]:
+        """Node id -> its owner, for every node reports may be about now."""
+        ...
+
+    def send(self, updates: Sequence[NodeUpdate]) -> None:
+        """Applies the changed nodes' facts (one entry per node, sorted by node id). Raising
+        leaves them all unsent (the manager tries them again)."""
+        ...
+
+
+class CoreSink:
+    """The core, through the RM interface: a node UPDATE per changed node, one request per RM.
+    ``rm_id``: the RM whose nodes are reported on (None: every registered RM's, each node's
+    update under the RM that owns it)."""
+
+    def __init__(self, proxy: RMProxy, rm_id: str | None = None) -> None:
         self.proxy = proxy
-        #: The RM whose nodes are reported on (None: every registered RM's; each node's update
-        #: goes out under the RM that owns it).
         self.rm_id = rm_id
+
+    def known_nodes(self) -> dict[str, str]:
+        context = self.proxy.context
+        nodes: dict[str, str] = {}
+        for partition in list(context.partitions.values()):
+            if self.rm_id is None or partition.rm_id == self.rm_id:
+                with partition.lock:
+                    for node_id in partition.nodes:
+                        nodes[node_id] = partition.rm_id
+        return nodes
+
+    def send(self, updates: Sequence[NodeUpdate]) -> None:
+        by_rm: dict[str, list[si.NodeInfo]] = {}
+        for update in updates:
+            facts, previous = update.facts, update.previous
+            occupied = facts.occupied
+            if occupied is None and previous is not None and previous.occupied is not None:
+                occupied = Resource()  # no longer reported: nothing occupied by it
+            by_rm.setdefault(update.owner, []).append(si.NodeInfo(
+                node_id=update.node_id, action=si.NodeAction.UPDATE, schedulable_resource=facts.capacity,
+                reported_attributes=dict(facts.attributes), reported_occupied=occupied))
+        for rm_id, infos in sorted(by_rm.items()):
+            self.proxy.update_node(si.NodeRequest(nodes=tuple(infos), rm_id=rm_id))
+
+
+class ReporterManager:
+    def __init__(self, proxy: RMProxy | None = None, rm_id: str | None = None,
+                 settings: ManagerSettings | None = None, *, sink: NodeSink | None = None,
+                 clock: Clock | None = None, on_round: Callable[[RoundResult], None] | None = None) -> None:
+        """Reports go to ``sink``; without one, to the core behind ``proxy`` (a
+        :class:`CoreSink` for the nodes of ``rm_id``, or of every RM when it is None)."""
+        if sink is None:
+            if proxy is None:
+                raise TypeError("ReporterManager needs an RM proxy or a sink")
+            sink = CoreSink(proxy, rm_id)
+        self.sink = sink
         self.settings = settings or ManagerSettings()
         self.clock = clock or SystemClock()
         self._on_round = on_round
@@ -123,6 +195,8 @@ class ReporterManager:
         self._plugins: dict[str, PluginState] = {}
         self._next_order = 0
         self._sent: dict[str, NodeFacts] = {}
+        #: Nodes whose update the sink failed to take: offered again at the next apply.
+        self._unsent: set[str] = set()
         #: The last merge per node (what /partition/{p}/node/{n}/reported shows), and the
         #: reports it was made of (a node whose reports did not change is not merged again).
         self._merged: dict[str, Merged] = {}
@@ -374,7 +448,7 @@ class ReporterManager:
                 states = sorted(self._plugins.values(), key=lambda s: s.order)
                 reports = [(s.name, s.report) for s in states if s.report is not None
                            and (s.state == "stopped" or is_enabled(s.name, self.settings.enabled))]
-            known = self._known_nodes()
+            known = self.sink.known_nodes()
             shape = (tuple(name for name, _ in reports), frozenset(known))
             if shape != self._shape:
                 dirty: set[str] | None = None  # everything again
@@ -395,18 +469,15 @@ class ReporterManager:
                 self._merged, self._facts, self._rejected = {}, {}, {}
             for node_id in nodes:
                 self._merge_node(node_id, reports, known)
-            updates: list[si.NodeInfo] = []
-            for node_id in sorted(nodes if dirty is not None else set(self._facts) | set(self._sent)):
+            candidates = nodes if dirty is not None else set(self._facts) | set(self._sent)
+            updates: list[NodeUpdate] = []
+            for node_id in sorted(candidates | self._unsent):
                 facts = self._facts.get(node_id, NodeFacts())
                 previous = self._sent.get(node_id)
                 if previous == facts or (previous is None and node_id not in self._facts) or node_id not in known:
+                    self._unsent.discard(node_id)
                     continue
-                occupied = facts.occupied
-                if occupied is None and previous is not None and previous.occupied is not None:
-                    occupied = Resource()  # no longer reported: nothing occupied by it
-                updates.append(si.NodeInfo(node_id=node_id, action=si.NodeAction.UPDATE,
-                                           schedulable_resource=facts.capacity,
-                                           reported_attributes=dict(facts.attributes), reported_occupied=occupied))
+                updates.append(NodeUpdate(node_id, known[node_id], facts, previous))
             with self._lock:
                 by_plugin: dict[str, list[Rejected]] = {}
                 for items in self._rejected.values():
@@ -414,18 +485,26 @@ class ReporterManager:
                         by_plugin.setdefault(item.plugin, []).append(item)
                 for state in self._plugins.values():
                     state.rejected = by_plugin.get(state.name, [])
-            by_rm: dict[str, list[si.NodeInfo]] = {}
-            for info in updates:
-                by_rm.setdefault(known[info.node_id], []).append(info)
-            for rm_id, infos in sorted(by_rm.items()):
-                self.proxy.update_node(si.NodeRequest(nodes=tuple(infos), rm_id=rm_id))
-            for info in updates:
-                sent = self._facts.get(info.node_id)
-                if sent is None:
-                    self._sent.pop(info.node_id, None)
-                else:
-                    self._sent[info.node_id] = sent
-            return tuple(info.node_id for info in updates)
+            if updates:
+                self._send(updates)
+            return tuple(update.node_id for update in updates)
+
+    def _send(self, updates: list[NodeUpdate]) -> None:
+        """Gives the updates to the sink and records them as sent; when the sink raises, they
+        are kept as unsent (the next apply tries them again, changed or not) and it propagates.
+        Caller holds _apply_lock."""
+        try:
+            self.sink.send(updates)
+        except BaseException:
+            self._unsent.update(update.node_id for update in updates)
+            raise
+        for update in updates:
+            self._unsent.discard(update.node_id)
+            sent = self._facts.get(update.node_id)
+            if sent is None:
+                self._sent.pop(update.node_id, None)
+            else:
+                self._sent[update.node_id] = sent
 
     def _merge_node(self, node_id: str, reports: list[tuple[str, NodeReport]], known: Mapping[str, str]) -> None:
         """Merges one node's reports into its facts (or forgets it when nothing reports on it);
@@ -482,17 +561,6 @@ class ReporterManager:
                 continue
             fields.extend(content.fields)
         return fields
-
-    def _known_nodes(self) -> dict[str, str]:
-        """Node id -> the RM that owns it, for the nodes this manager reports on."""
-        context = self.proxy.context
-        nodes: dict[str, str] = {}
-        for partition in list(context.partitions.values()):
-            if self.rm_id is None or partition.rm_id == self.rm_id:
-                with partition.lock:
-                    for node_id in partition.nodes:
-                        nodes[node_id] = partition.rm_id
-        return nodes
 
     def merged(self, node_id: str) -> Merged | None:
         """The node's last merge (fields, sources, rejected), if any plugin reported on it."""

@@ -4,14 +4,18 @@ registered through a plugin directory with kubelet's plugin-registration handsha
 **The directory** (``--reporter-dir``): one sub-directory per node, named by the node id, with
 one socket per plugin: ``<dir>/<node id>/<plugin>.sock``. The sub-directory binds the plugin to
 its node (a plugin written for Katalyst's agent knows nothing of nodes: on Katalyst's node
-agent everything is about the node it runs on). The watcher scans the directory every
-``scan_interval`` seconds (polling: no inotify dependency, and the same on every platform).
+agent everything is about the node it runs on). **One node's own directory** (``node_id``
+given: the per-node agent, ``pyscheduler reporter-agent``) is flat, as Katalyst's agent's is:
+``<dir>/<plugin>.sock``, every socket about that node, each plugin under its own name. The
+watcher scans the directory every ``scan_interval`` seconds (polling: no inotify dependency, and
+the same on every platform).
 
 **Registration**, as kubelet's plugin watcher does it: for a new socket the watcher calls
 ``Registration.GetInfo``; the plugin must say type ``ReporterPlugin``, a name, and a supported
 version ``v1alpha1``; its endpoint is the socket serving ``ReporterPlugin`` (empty: the same
 socket; relative: next to it). Then ``NotifyRegistrationStatus`` tells the plugin the outcome,
-with the reason when refused. Registered, it joins the manager as ``<name>@<node id>``. A
+with the reason when refused. Registered, it joins the manager as ``<name>@<node id>`` (as
+``<name>`` in one node's own directory). A
 socket that does not answer as a plugin, a wrong type, an unsupported version, or a name already
 registered for the node is refused with a log line (and told, when it can be); it is tried
 again only when its file changes. A socket that disappears deregisters its plugin (its facts
@@ -113,12 +117,14 @@ class _Seen:
 
 
 class PluginDirectory:
-    """Watches ``directory`` for plugin sockets and (de)registers them with ``manager``."""
+    """Watches ``directory`` for plugin sockets and (de)registers them with ``manager``;
+    ``node_id``: the directory is that node's own (flat), else one sub-directory per node."""
 
     def __init__(self, manager: ReporterManager, directory: str | os.PathLike[str], *,
-                 scan_interval: float = 1.0) -> None:
+                 scan_interval: float = 1.0, node_id: str | None = None) -> None:
         self.manager = manager
         self.directory = Path(directory)
+        self.node_id = node_id
         self._seen: dict[Path, _Seen] = {}
         self._plugins: dict[str, SocketPlugin] = {}
         self._thread = BackgroundThread("pyscheduler-reporter-dir", self.scan, interval=scan_interval)
@@ -150,9 +156,7 @@ class PluginDirectory:
         """One pass: new or changed sockets register, vanished ones deregister."""
         present: dict[Path, int] = {}
         try:
-            for node_dir in sorted(self.directory.iterdir()):
-                if not node_dir.is_dir():
-                    continue
+            for node_dir in self._socket_dirs():
                 for path in sorted(node_dir.iterdir()):
                     try:
                         info = path.lstat()
@@ -173,6 +177,11 @@ class PluginDirectory:
                 self._forget(path)
             self._seen[path] = _Seen(mtime, self._register(path))
 
+    def _socket_dirs(self) -> list[Path]:
+        if self.node_id is not None:
+            return [self.directory]
+        return [node_dir for node_dir in sorted(self.directory.iterdir()) if node_dir.is_dir()]
+
     def _forget(self, path: Path) -> None:
         seen = self._seen.pop(path)
         if seen.plugin:
@@ -182,13 +191,13 @@ class PluginDirectory:
             self.manager.deregister(seen.plugin)
 
     def _register(self, path: Path) -> str:
-        node_id = path.parent.name
+        node_id = self.node_id if self.node_id is not None else path.parent.name
         try:
             with grpc.insecure_channel(f"unix://{path}") as channel:
                 registration = pluginregistration_pb2_grpc.RegistrationStub(channel)
                 info = registration.GetInfo(pluginregistration_pb2.InfoRequest(), timeout=REGISTRATION_TIMEOUT)
                 problem = self._validate(info)
-                name = f"{info.name}@{node_id}"
+                name = info.name if self.node_id is not None else f"{info.name}@{node_id}"
                 plugin: SocketPlugin | None = None
                 if not problem:
                     endpoint = info.endpoint or str(path)
