@@ -83,11 +83,11 @@ def put_config_map(kube: KubeCluster, queues: str, namespace: str = CONFIG_NAMES
     assert answer.status_code in (200, 201), answer.text
 
 
-def serve(kube: KubeCluster, tmp: Path, queues: str) -> Server:
-    """``pyscheduler serve`` (gunicorn on loopback, the REST API) with the shim on ``kube``,
+def serve(kube: KubeCluster, tmp: Path, queues: str, *args: str) -> Server:
+    """``pyscheduler serve ARGS`` (gunicorn on loopback, the REST API) with the shim on ``kube``,
     configured by a ConfigMap holding ``queues``."""
     put_config_map(kube, queues)
-    return launch(tmp, ["--rm", "pyscheduler_k8s:attach"],
+    return launch(tmp, ["--rm", "pyscheduler_k8s:attach", *args],
                   {"PYSCHEDULER_K8S_KUBECONFIG": str(kube.kubeconfig), "PYSCHEDULER_K8S_NAMESPACE": CONFIG_NAMESPACE})
 
 
