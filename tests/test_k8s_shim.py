@@ -9,6 +9,7 @@ The control plane's binaries are built once per machine into the user's cache di
 from __future__ import annotations
 
 import itertools
+import json
 import subprocess
 import sys
 import time
@@ -57,9 +58,10 @@ _names = itertools.count()
 
 
 def _pod(kube: KubeCluster, cpu: str, *, scheduler: str = "pyscheduler", app: str = "app-1",
-         queue: str = "root.batch", **spec: Any) -> dict[str, Any]:
+         queue: str = "root.batch", metadata_annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
     name = f"p{next(_names)}"
-    body = {"metadata": {"name": name, "labels": {"yunikorn.apache.org/app-id": app, "queue": queue}},
+    body = {"metadata": {"name": name, "labels": {"yunikorn.apache.org/app-id": app, "queue": queue},
+                         "annotations": metadata_annotations or {}},
             "spec": {"schedulerName": scheduler, "containers": [
                 {"name": "c", "image": "registry.k8s.io/pause:3.7", "resources": {"requests": {"cpu": cpu}}}], **spec}}
     answer = kube.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", body)
@@ -207,6 +209,43 @@ def test_ended_pods_give_their_room_back_and_a_restart_binds_nothing_twice(kube:
                           lambda: _get(kube, waiting)["spec"].get("nodeName"), timeout=30)
             kube.wait_for("the binding counted", lambda: second.shim.counts.bound == 1, timeout=10)
             assert second.app_allocations("app-3") == 6
+        finally:
+            second.stop()
+    finally:
+        first.stop()
+        _delete_all(kube)
+
+
+def test_a_restart_recovers_a_running_gang_without_new_placeholders(kube: KubeCluster) -> None:
+    groups = json.dumps([{"name": "driver", "minMember": 1, "minResource": {"cpu": "1"}},
+                         {"name": "executor", "minMember": 3, "minResource": {"cpu": "1"}}])
+
+    def member(group: str) -> str:
+        return _pod(kube, "1", app="gang-r", metadata_annotations={
+            "yunikorn.apache.org/task-groups": groups, "yunikorn.apache.org/task-group-name": group})["metadata"]["name"]
+
+    first = Served(kube)
+    try:
+        names = [member("driver")] + [member("executor") for _ in range(3)]
+        kube.wait_for("the gang running", lambda: all(_get(kube, n)["spec"].get("nodeName") for n in names), timeout=60)
+        kube.wait_for("its placeholders gone", lambda: not kube.request(
+            "GET", f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=placeholder%3Dtrue").json()["items"], timeout=60)
+        assert first.shim.counts.placeholders_created == 4
+        # One more executor that fits nowhere, listed first (the API server lists by name).
+        body = {"metadata": {"name": "a-pending", "labels": {"yunikorn.apache.org/app-id": "gang-r", "queue": "root.batch"},
+                             "annotations": {"yunikorn.apache.org/task-groups": groups,
+                                             "yunikorn.apache.org/task-group-name": "executor"}},
+                "spec": {"schedulerName": "pyscheduler", "containers": [
+                    {"name": "c", "image": "registry.k8s.io/pause:3.7", "resources": {"requests": {"cpu": "64"}}}]}}
+        assert kube.request("POST", f"/api/v1/namespaces/{NAMESPACE}/pods", body).status_code == 201
+        first.stop()
+        second = Served(kube)
+        try:
+            assert second.app_allocations("gang-r") == 4
+            time.sleep(1.0)  # a second set of placeholders would be made by now
+            assert second.shim.counts.placeholders_created == 0
+            assert not kube.request("GET", f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=placeholder%3Dtrue"
+                                    ).json()["items"]
         finally:
             second.stop()
     finally:

@@ -49,6 +49,8 @@ SOFT: Final = "Soft"
 #: More members than this in one application is refused (a typo such as 1e6 must not make the
 #: shim create a million pods).
 MAX_MEMBERS: Final = 10_000
+#: Seconds (int32's range, 68 years): more is a typo, and would overflow the core's milliseconds.
+MAX_TIMEOUT: Final = (1 << 31) - 1
 #: YuniKorn's failure reason and message for the pods of an application whose Hard timeout hit.
 TIMEOUT_REASON: Final = "ResourceReservationTimeout"
 TIMEOUT_MESSAGE: Final = "Scheduling has timed out due to insufficient resources"
@@ -122,8 +124,9 @@ def _parameters(text: str) -> tuple[int, str]:
     for word in text.split():
         key, _, value = word.partition("=")
         if key == "placeholderTimeoutInSeconds":
-            if not value.isdigit():
-                raise GangError(f"placeholderTimeoutInSeconds must be a whole number of seconds, got {value!r}")
+            if not value.isdigit() or len(value) > 10 or int(value) > MAX_TIMEOUT:
+                raise GangError(f"placeholderTimeoutInSeconds must be a whole number of seconds up to {MAX_TIMEOUT}, "
+                                f"got {value[:20]!r}")
             timeout = int(value)
         elif key == "gangSchedulingStyle":
             style = HARD if value.lower() == "hard" else SOFT

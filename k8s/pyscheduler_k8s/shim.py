@@ -389,7 +389,9 @@ class KubeShim:
             gone = [record.raw for uid, record in self._pods.items() if uid not in present]
         for raw in gone:
             self._on_pod("DELETED", dict(raw))
-        for item in items:
+        # Bound pods first: an application that already runs is recovered from its bound pods,
+        # so a pending pod of it never makes it a new gang (no second set of placeholders).
+        for item in sorted(items, key=lambda pod: not (pod.get("spec") or {}).get("nodeName")):
             self._on_pod("ADDED", item)
         return version
 
