@@ -126,11 +126,12 @@ class KubeCluster:
         return (self.workdir / f"{name}.log").read_text(errors="replace")
 
     def stop(self, timeout: float = 10.0) -> None:
+        """Stops the processes one after another, last started first: kube-apiserver stopping
+        while etcd is already gone waits out its whole shutdown timeout (10 s a cluster)."""
+        deadline = time.monotonic() + timeout
         for process in reversed(list(self.processes.values())):
             if process.poll() is None:
                 process.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        for process in self.processes.values():
             try:
                 process.wait(max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from kube_cluster import KubeCluster, start_cluster
 from pyscheduler.rmproxy.proxy import RMProxy
 from pyscheduler.scheduler.context import ClusterContext
 from pyscheduler.scheduler.loop import Scheduler
-from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi
+from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi, KubeApiError
 from pyscheduler_k8s.shim import KubeShim, ShimOptions
 
 QUEUES = """\
@@ -150,3 +151,31 @@ def serving(kube: KubeCluster, tmp: Path, queues: str) -> Iterator[Server]:
         yield server
     finally:
         stop(server)
+
+
+class PodRecorder:
+    """Every pod ADDED to ``namespace`` from now on, as the API server's watch tells it: what
+    lives too briefly to be caught by listing (a placeholder replaced within a second)."""
+
+    def __init__(self, kube: KubeCluster, namespace: str) -> None:
+        self.added: list[dict[str, Any]] = []
+        self._stop = threading.Event()
+        self._api = KubeApi(ClusterAccess.from_kubeconfig(str(kube.kubeconfig)))
+        path = f"/api/v1/namespaces/{namespace}/pods"
+        _, version = self._api.list(path)
+        self._thread = threading.Thread(target=self._run, args=(path, version), daemon=True)
+        self._thread.start()
+
+    def _run(self, path: str, version: str) -> None:
+        try:
+            for kind, obj in self._api.watch(path, version, timeout_seconds=300, stop=self._stop):
+                if kind == "ADDED":
+                    self.added.append(obj)
+        except KubeApiError:
+            if not self._stop.is_set():  # closed by stop(): the end expected
+                raise
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._api.close_watches()
+        self._thread.join(timeout=10)

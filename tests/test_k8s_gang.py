@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from kube_cluster import KubeCluster
-from kube_served import create_pods, delete_pods, events_of, list_pods, pod_body, running, serving, small_cluster
+from kube_served import (PodRecorder, create_pods, delete_pods, events_of, list_pods, pod_body, running, serving,
+                         small_cluster)
 from web_helpers import Server
 
 pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
@@ -87,11 +88,20 @@ def _application(server: Server, app: str) -> dict[str, Any]:
 
 
 def test_a_gang_job_runs_whole_and_its_placeholders_go(kube: KubeCluster, server: Server) -> None:
-    pods = create_pods(kube, NAMESPACE, _job("spark-1", 10, timeout=120, style="Soft"))
+    recorder = PodRecorder(kube, NAMESPACE)  # placeholders may live less than a second
+    try:
+        started = time.monotonic()
+        pods = create_pods(kube, NAMESPACE, _job("spark-1", 10, timeout=120, style="Soft"))
+        kube.wait_for("the whole job running", lambda: len(_members(kube, "spark-1")) == 11
+                      and all(running(p) for p in _members(kube, "spark-1")), timeout=90)
+        whole = time.monotonic() - started
+        kube.wait_for("every placeholder gone", lambda: not _placeholders(kube, "spark-1"), timeout=60)
+    finally:
+        recorder.stop()
     driver = pods[0]
     # The shim made one placeholder per member, owned (not controlled) by the first pod.
-    placeholders = kube.wait_for("11 placeholders", lambda: (p := _placeholders(kube, "spark-1")) and len(p) == 11 and p,
-                                 timeout=30)
+    placeholders = [p for p in recorder.added if p["metadata"].get("labels", {}).get("placeholder") == "true"]
+    assert len(placeholders) == 11
     for placeholder in placeholders:
         owners = placeholder["metadata"]["ownerReferences"]
         assert [(o["kind"], o["uid"], o["controller"]) for o in owners] == [("Pod", driver["metadata"]["uid"], False)]
@@ -99,11 +109,6 @@ def test_a_gang_job_runs_whole_and_its_placeholders_go(kube: KubeCluster, server
         assert placeholder["metadata"]["annotations"]["yunikorn.apache.org/placeholder"] == "true"
     groups = sorted(p["metadata"]["annotations"]["yunikorn.apache.org/task-group-name"] for p in placeholders)
     assert groups == ["driver"] + ["executor"] * 10
-    started = time.monotonic()
-    kube.wait_for("the whole job running", lambda: all(running(p) for p in _members(kube, "spark-1"))
-                  and len(_members(kube, "spark-1")) == 11, timeout=90)
-    whole = time.monotonic() - started
-    kube.wait_for("every placeholder gone", lambda: not _placeholders(kube, "spark-1"), timeout=60)
     # The core's view, through the REST API: 11 placeholders, all replaced by the members.
     app = kube.wait_for("the core's allocations", lambda: (a := _application(server, "spark-1"))
                         and len(a.get("allocations") or ()) == 11 and a, timeout=30)
@@ -112,14 +117,14 @@ def test_a_gang_job_runs_whole_and_its_placeholders_go(kube: KubeCluster, server
     assert all(a.get("placeholderUsed") and not a.get("placeholder") for a in app["allocations"])
     reasons = [e["reason"] for e in events_of(kube, NAMESPACE, "spark-1-driver")]
     assert "GangScheduling" in reasons and "Scheduled" in reasons
-    print(f"gang of 11 whole {whole:.1f} s after its placeholders existed")
+    print(f"gang of 11 running whole {whole:.1f} s after its pods were created")
 
 
 def test_two_gangs_that_cannot_both_fit_never_both_sit_half_placed(kube: KubeCluster, server: Server) -> None:
     # Each job needs 10 of the 16 cpu (62 %): only one fits at a time.
-    create_pods(kube, NAMESPACE, _job("job-a", 9, timeout=15, style="Soft"))
-    create_pods(kube, NAMESPACE, _job("job-b", 9, timeout=15, style="Soft"))
-    deadline = time.monotonic() + 45
+    create_pods(kube, NAMESPACE, _job("job-a", 9, timeout=10, style="Soft"))
+    create_pods(kube, NAMESPACE, _job("job-b", 9, timeout=10, style="Soft"))
+    deadline = time.monotonic() + 25
     samples = 0
     while time.monotonic() < deadline:
         placed = {app: sum(1 for p in _members(kube, app) if p["spec"].get("nodeName")) for app in ("job-a", "job-b")}
@@ -129,7 +134,7 @@ def test_two_gangs_that_cannot_both_fit_never_both_sit_half_placed(kube: KubeClu
         time.sleep(0.25)
     # The first job ran whole; the second, after its Soft timeout, runs what fits (no gang).
     assert all(running(p) for p in _members(kube, "job-a"))
-    assert samples > 50
+    assert samples > 30
     assert not _placeholders(kube), "placeholders left after the timeout"
 
 

@@ -63,6 +63,7 @@ def test_placeholder_pods_are_yunikorn_s_owned_by_the_first_pod_and_ask_what_the
     assert meta["ownerReferences"] == [{"apiVersion": "v1", "kind": "Pod", "name": "Spark_Driver",
                                         "uid": "0123456789abcdef", "controller": False, "blockOwnerDeletion": False}]
     assert spec["nodeSelector"] == {"pool": "gpu"} and spec["restartPolicy"] == "Never"
+    assert spec["terminationGracePeriodSeconds"] == 0
     assert spec["containers"][0]["image"] == "registry.k8s.io/pause:3.7" and spec["containers"][0]["name"] == "pause"
     view = pod_view({**executor, "metadata": {**meta, "uid": "u"}})
     assert view.placeholder and view.task_group == "executor" and view.app_id == "Spark.App_1"

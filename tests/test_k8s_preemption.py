@@ -90,8 +90,8 @@ def _fill(kube: KubeCluster) -> dict[str, str]:
     high = [n for n in range(NODES) for _ in range(2 if n < 3 else 3)]
     bodies += [on(node, f"high-{i}", "batch-high", priorityClassName="high") for i, node in enumerate(high)]
     pods = create_pods(kube, NAMESPACE, bodies)
-    kube.wait_for("the batch pods running", lambda: len([p for p in list_pods(kube, NAMESPACE) if running(p)]) == 16,
-                  timeout=60)
+    kube.wait_for("the batch pods bound", lambda: len([p for p in list_pods(kube, NAMESPACE)
+                                                       if p["spec"].get("nodeName")]) == 16, timeout=60)
     return {p["metadata"]["name"]: p["metadata"]["uid"] for p in pods}
 
 

@@ -15,6 +15,8 @@ total: the core runs the application once that much is placed.
 **Placeholder pods** (:func:`placeholder_pods`), one per member of each task group, as
 YuniKorn's: image ``registry.k8s.io/pause:3.7``, container ``pause`` requesting the group's
 ``minResource``, restart policy ``Never``, the group's node selector, tolerations and affinity,
+no termination grace period (a pause container has nothing to finish, and the member that
+replaces a placeholder waits for it to be gone; YuniKorn leaves the default 30 s),
 labels ``applicationId``, ``queue`` and ``placeholder: "true"``, annotations
 ``yunikorn.apache.org/placeholder: "true"`` and the task group's name, owned (not controlled)
 by the application's first pod so they are garbage collected with it. Their names are
@@ -183,7 +185,7 @@ def placeholder_pods(gang: GangSpec, app_id: str, queue: str, owner: Mapping[str
         stem = f"tg-{_name_part(app_id, 28)}-{_name_part(group.name, 20)}-{_name_part(uid, 8)}"
         for n in range(group.min_member):
             spec: dict[str, Any] = {
-                "schedulerName": scheduler, "restartPolicy": "Never",
+                "schedulerName": scheduler, "restartPolicy": "Never", "terminationGracePeriodSeconds": 0,
                 "securityContext": {"runAsUser": 1000, "runAsGroup": 3000},
                 "containers": [{"name": PLACEHOLDER_CONTAINER, "image": PLACEHOLDER_IMAGE,
                                 "resources": {"requests": dict(group.min_resource_k8s)}}]}

@@ -257,6 +257,20 @@ class KubeShim:
         for n in range(self.options.event_writers):
             self._spawn(f"k8s-events-{n}", self._event_loop)
 
+    def _background(self, task: Callable[..., None], *args: Any) -> None:
+        """Runs ``task`` on a worker thread; what it raises is logged (a pool would keep it
+        silently in a future nobody reads)."""
+        def run() -> None:
+            try:
+                task(*args)
+            except Exception:
+                log.exception("%s failed", getattr(task, "__name__", task))
+
+        try:
+            self._work.submit(run)
+        except RuntimeError:  # the pool is shut down: the shim is stopping
+            pass
+
     def _spawn(self, name: str, target: Callable[..., None], *args: Any) -> None:
         thread = threading.Thread(target=target, args=args, name=name, daemon=True)
         thread.start()
@@ -295,7 +309,9 @@ class KubeShim:
                 log.info("watch %s expired: listing again", path)
                 version = self._retrying(relist)
             except KubeApiError as exc:
-                if exc.status not in (403, 404) or self._stop.is_set():
+                if self._stop.is_set():
+                    return
+                if exc.status not in (403, 404):
                     log.warning("watch %s failed; watching again in %g s: %s", path, RETRY_DELAY, exc)
                     self._stop.wait(RETRY_DELAY)
                     continue
@@ -584,10 +600,10 @@ class KubeShim:
         if new_app:
             self._add_application(view, gang)
             if gang is not None and not view.placeholder:
-                self._work.submit(self._create_placeholders, view.app_id, gang, pod)
+                self._background(self._create_placeholders, view.app_id, gang, pod)
         if record.state == "waiting":
             if waiting_gang is not None and waiting_gang.state == "failed":
-                self._work.submit(self._fail_pods, [view.uid])
+                self._background(self._fail_pods, [view.uid])
             return
         self._allocate(self._ask_of(view))
 
@@ -819,7 +835,7 @@ class KubeShim:
         if kind == si.TerminationType.PREEMPTED_BY_SCHEDULER and delete:
             self._event(view.namespace, view.name, view.uid, "Normal", "Preempted", self._preempted_message(released))
         if delete:
-            self._work.submit(self._delete_pod, view.uid, 0)
+            self._background(self._delete_pod, view.uid, 0)
 
     def _preempted_message(self, released: si.AllocationRelease) -> str:
         """The core's reason, with the preempting pod named (the core names it by its uid)."""
@@ -846,7 +862,7 @@ class KubeShim:
                 return  # gone already (or another pod took the name): the watch reports its end
             delay = min(RETRY_BACKOFF_MAX, RETRY_DELAY * 2 ** attempt)
             log.warning("deleting pod %s/%s failed (again in %g s): %s", target[0], target[1], delay, exc)
-            timer = threading.Timer(delay, lambda: self._work.submit(self._delete_pod, uid, attempt + 1))
+            timer = threading.Timer(delay, lambda: self._background(self._delete_pod, uid, attempt + 1))
             timer.daemon = True
             timer.start()
             return
@@ -916,9 +932,9 @@ class KubeShim:
                     self._pods[uid].state = "ask"
             views = [self._pods[uid].view for uid in waiting]
         if runs:
-            self._work.submit(self._ask_all, views)
+            self._background(self._ask_all, views)
         else:
-            self._work.submit(self._fail_pods, waiting)
+            self._background(self._fail_pods, waiting)
 
     def _ask_all(self, views: list[PodView]) -> None:
         if views:
