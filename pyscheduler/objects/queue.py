@@ -23,7 +23,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pyscheduler.common.resources import Resource, component_min_undef
 from pyscheduler.objects.locking import CHECK_LOCKS, check_held
@@ -185,6 +185,9 @@ class Queue:
         #: ``currentPriority``): ``pending_priority`` with this queue's ``priority.offset`` added,
         #: or only the offset for a ``priority.policy: fence`` queue.
         self.current_priority = MIN_PRIORITY
+        #: The fair queue sorter's last key for this queue and what it was made from
+        #: (``pyscheduler.policies.sorting.FairQueueSorter``); read and written under the lock.
+        self.fair_sort_cache: tuple[Any, ...] | None = None
         self.priority_offset = 0
         self.priority_fence = False
         self.preemption_policy: PreemptionPolicy = PreemptionPolicy.DEFAULT

@@ -84,17 +84,35 @@ def _fair_max_below(queue: Queue, parent_maxes: dict[int, Mapping[str, int]]) ->
 
 class FairQueueSorter:
     """Children of a parent: priority first (unless the parent disables priority sorting), then
-    fair share, then pending."""
+    fair share, then pending.
 
-    def sort(self, queues: Sequence[Queue], priorities: Mapping[str, int], priority_first: bool = True) -> list[Queue]:
+    ``shape``: the queues' shape version (``pyscheduler.objects.queue.queue_shape_version``,
+    which moves whenever any queue's maximum or guarantee changes, the root's maximum, the
+    cluster size, included). With it, each queue keeps its last key (``Queue.fair_sort_cache``)
+    and reuses it while its inputs are the same objects: the resources are immutable and
+    replaced on every change, so ``is`` says "unchanged" in one comparison. One allocation
+    changes the usage of one path; the other siblings' keys are not computed again (they were
+    most of a cycle's time with 100 leaves)."""
+
+    def sort(self, queues: Sequence[Queue], priorities: Mapping[str, int], priority_first: bool = True,
+             shape: int | None = None) -> list[Queue]:
         parent_maxes: dict[int, Mapping[str, int]] = {}
 
         def key(q: Queue) -> tuple[object, ...]:
-            fairmax = _fair_max_below(q, parent_maxes)
-            share = fair_share(q.allocated.view(), q.guaranteed.view() if q.guaranteed else None, fairmax)
             priority = -priorities.get(q.path, 0)
+            allocated, pending = q.allocated, q.pending
+            cached = q.fair_sort_cache
+            if (shape is not None and cached is not None and cached[0] == shape and cached[1] is allocated
+                    and cached[2] is pending and cached[3] == priority and cached[4] is priority_first):
+                kept: tuple[object, ...] = cached[5]
+                return kept
+            fairmax = _fair_max_below(q, parent_maxes)
+            share = fair_share(allocated.view(), q.guaranteed.view() if q.guaranteed else None, fairmax)
             first, second = (priority, share) if priority_first else (share, priority)
-            return first, second, -_pending_total(q), q.name
+            made = (first, second, -_pending_total(q), q.name)
+            if shape is not None:
+                q.fair_sort_cache = (shape, allocated, pending, priority, priority_first, made)
+            return made
 
         return sorted(queues, key=key)
 

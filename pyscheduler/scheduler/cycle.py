@@ -44,7 +44,7 @@ from pyscheduler.objects.application import Application
 from pyscheduler.objects.application_state import AppState
 from pyscheduler.objects.node import Node
 from pyscheduler.objects.partition import PREEMPTED_BY_SCHEDULER, Partition, Released
-from pyscheduler.objects.queue import ObjectState, Queue
+from pyscheduler.objects.queue import ObjectState, Queue, queue_shape_version
 from pyscheduler.policies.node_ordering import Cursor
 from pyscheduler.policies.role_history import Placement, history_key_of, role_of
 from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
@@ -157,7 +157,7 @@ class SchedulingCycle:
         ]
         # Each child's priority (offset and fence applied) is kept by the queues as asks change.
         priorities = {c.path: c.current_priority for c in children}
-        for child in self._queue_sorter.sort(children, priorities, queue.priority_sorting):
+        for child in self._queue_sorter.sort(children, priorities, queue.priority_sorting, queue_shape_version()):
             decision = self._walk(partition, child)
             if decision is not None or self._preempted:
                 return decision

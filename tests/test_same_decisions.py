@@ -1,0 +1,66 @@
+"""Optimisations change no decision (issue 17): a lockstep simulation of a random workload with
+many queues under parents, run with an optimisation and with it turned off, makes exactly the
+same allocations (each ask on the same node, in the same order). One test per optimisation that
+can be turned off."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pyscheduler.policies.sorting import FairQueueSorter
+from pyscheduler.si import messages as si
+from pyscheduler.sim import SimulatedRM, WorkloadSpec
+
+#: 12 leaves under 3 parents, loaded so that asks wait for releases and queues take turns.
+MANY_QUEUES = {
+    "seed": 11,
+    "nodes": {"count": 12, "memory": "16Gi", "vcore": 8},
+    "queues": {f"p{p}.l{leaf}": 1 + (p + leaf) % 3 for p in range(3) for leaf in range(4)},
+    "applications": {
+        "count": 60,
+        "asks": [2, 12],
+        "memory": ["256Mi", "3Gi"],
+        "vcore": ["250m", "2"],
+        "priority": [0, 3],
+        "run_time": [1, 8],
+    },
+    "arrival": {"pattern": "poisson", "rate": 6},
+}
+
+
+def _decisions(policy: str) -> list[tuple[str, str]]:
+    """(allocation key, node) of every allocation, in the order the core made them."""
+    rm = SimulatedRM(WorkloadSpec.from_mapping(MANY_QUEUES).generate(), policy=policy, mode="lockstep")
+    seen: list[tuple[str, str]] = []
+    callback = rm.update_allocation
+
+    def spy(response: si.AllocationResponse) -> None:
+        seen.extend((a.allocation_key, a.node_id) for a in response.new)
+        callback(response)
+
+    rm.update_allocation = spy  # type: ignore[method-assign]
+    record = rm.run(timeout=60)
+    assert record.completed, record.problems
+    return seen
+
+
+@pytest.fixture
+def without_sort_key_cache(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    original = FairQueueSorter.sort
+
+    def uncached(self: FairQueueSorter, queues, priorities, priority_first=True, shape=None):  # type: ignore[no-untyped-def]
+        return original(self, queues, priorities, priority_first, None)
+
+    monkeypatch.setattr(FairQueueSorter, "sort", uncached)
+    yield
+
+
+@pytest.mark.parametrize("policy", ["fair", "binpacking"])
+def test_the_queue_sort_key_cache_changes_no_decision(policy: str, request: pytest.FixtureRequest) -> None:
+    cached = _decisions(policy)
+    request.getfixturevalue("without_sort_key_cache")
+    uncached = _decisions(policy)
+    assert len(cached) > 300 and len({node for _, node in cached}) == 12
+    assert cached == uncached
