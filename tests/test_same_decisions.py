@@ -1,14 +1,17 @@
 """Optimisations change no decision (issue 17): a lockstep simulation of a random workload with
 many queues under parents, run with an optimisation and with it turned off, makes exactly the
 same allocations (each ask on the same node, in the same order). One test per optimisation that
-can be turned off."""
+can be turned off; a remembered value is checked against what it remembers."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from pyscheduler.common.resources import Resource
 from pyscheduler.policies.sorting import FairQueueSorter
 from pyscheduler.si import messages as si
 from pyscheduler.sim import SimulatedRM, WorkloadSpec
@@ -64,3 +67,17 @@ def test_the_queue_sort_key_cache_changes_no_decision(policy: str, request: pyte
     uncached = _decisions(policy)
     assert len(cached) > 300 and len({node for _, node in cached}) == 12
     assert cached == uncached
+
+
+@given(st.dictionaries(st.sampled_from(["memory", "vcore", "pods", "gpu"]),
+                       st.integers(min_value=-(1 << 61), max_value=1 << 61), max_size=4))
+def test_a_resource_s_remembered_validity_is_what_its_quantities_say(quantities: dict[str, int]) -> None:
+    """``strictly_greater_than_zero`` is remembered per (immutable) resource: asked twice, and
+    on results of arithmetic, it is what the quantities say."""
+    expected = any(v > 0 for v in quantities.values()) and all(v >= 0 for v in quantities.values())
+    resource = Resource(quantities)
+    assert resource.strictly_greater_than_zero() is expected
+    assert resource.strictly_greater_than_zero() is expected
+    doubled = resource + Resource({k: v // 2 for k, v in quantities.items()})
+    assert doubled.strictly_greater_than_zero() == (any(v > 0 for v in doubled.values())
+                                                    and all(v >= 0 for v in doubled.values()))

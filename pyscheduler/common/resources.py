@@ -48,7 +48,7 @@ class ResourceError(SchedulerValueError):
 class Resource(Mapping[str, int]):
     """An immutable map of resource name to int64 quantity."""
 
-    __slots__ = ("_q", "_hash")
+    __slots__ = ("_q", "_hash", "_valid_ask")
 
     _q: dict[str, int]
 
@@ -65,6 +65,9 @@ class Resource(Mapping[str, int]):
                 q[name] = value
         self._q = q
         self._hash: int | None = None
+        #: strictly_greater_than_zero, once asked (the quantities never change): the scheduling
+        #: walk asks it of every queue's pending on every cycle.
+        self._valid_ask: bool | None = None
 
     @classmethod
     def _of(cls, q: dict[str, int]) -> Resource:
@@ -72,6 +75,7 @@ class Resource(Mapping[str, int]):
         r = cls.__new__(cls)
         r._q = q
         r._hash = None
+        r._valid_ask = None
         return r
 
     @classmethod
@@ -176,7 +180,10 @@ class Resource(Mapping[str, int]):
 
     def strictly_greater_than_zero(self) -> bool:
         """At least one quantity above 0 and none below (a valid ask)."""
-        return any(v > 0 for v in self._q.values()) and not self.has_negative()
+        known = self._valid_ask
+        if known is None:
+            known = self._valid_ask = any(v > 0 for v in self._q.values()) and not self.has_negative()
+        return known
 
     def fits_in(self, larger: Mapping[str, int]) -> bool:
         """Every type of self is at most the same type of ``larger`` (missing there: 0)."""
