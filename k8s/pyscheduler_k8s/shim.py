@@ -530,8 +530,8 @@ class KubeShim:
             view = self._nodes.get(name)
             if view is not None:
                 self._checked_nodes[name] = _as_checked(view, reported)
-        if view is None or (previous is not None and reported is not None and previous.facts == reported.facts
-                            and previous.labels == reported.labels) or (previous is None and reported is None):
+        unchanged = (previous.facts, previous.labels) if previous is not None else None
+        if view is None or unchanged == ((reported.facts, reported.labels) if reported is not None else None):
             return  # no node yet (its creation sends it), or nothing changed
         self.proxy.update_node(si.NodeRequest(
             nodes=(self._reported_update(name, self._capacity(view, reported), reported),), rm_id=self.options.rm_id))
@@ -621,12 +621,21 @@ class KubeShim:
 
     def _withdraw_and_recover(self, view: PodView) -> None:
         """A pending pod of ours bound by someone else: its ask goes, its allocation is recorded."""
-        release = si.AllocationRelease(partition_name=self.options.partition, application_id=view.app_id,
-                                       allocation_key=view.uid, termination_type=si.TerminationType.STOPPED_BY_RM,
-                                       message="bound by another binder")
+        self._release(view.app_id, view.uid, si.TerminationType.STOPPED_BY_RM, "bound by another binder")
+        self._allocate(self._ask_of(view))
+
+    def _release(self, app_id: str, uid: str, termination: si.TerminationType, message: str) -> None:
+        """One release sent to the core (``app_id`` empty: a foreign allocation)."""
+        release = si.AllocationRelease(partition_name=self.options.partition, application_id=app_id,
+                                       allocation_key=uid, termination_type=termination, message=message)
         self.proxy.update_allocation(si.AllocationRequest(
             releases=si.AllocationReleasesRequest(allocations_to_release=(release,)), rm_id=self.options.rm_id))
-        self._allocate(self._ask_of(view))
+
+    def _target(self, uid: str) -> tuple[str, str] | None:
+        """The (namespace, name) of a pod the shim knows, or None (gone, or the shim stopping)."""
+        with self._lock:
+            record = self._pods.get(uid)
+            return None if record is None or self._stop.is_set() else (record.view.namespace, record.view.name)
 
     def _allocate(self, allocation: si.Allocation) -> None:
         self.proxy.update_allocation(si.AllocationRequest(allocations=(allocation,), rm_id=self.options.rm_id))
@@ -655,13 +664,9 @@ class KubeShim:
                         self._gangs.pop(record.view.app_id, None)
                         app_left = True
         if record.state not in ("held", "released", "waiting"):
-            termination = record.ending or si.TerminationType.STOPPED_BY_RM
-            release = si.AllocationRelease(
-                partition_name=self.options.partition,
-                application_id="" if record.state == "foreign" else record.view.app_id, allocation_key=view.uid,
-                termination_type=termination, message="pod deleted" if record.ending else "pod ended")
-            self.proxy.update_allocation(si.AllocationRequest(
-                releases=si.AllocationReleasesRequest(allocations_to_release=(release,)), rm_id=self.options.rm_id))
+            self._release("" if record.state == "foreign" else record.view.app_id, view.uid,
+                          record.ending or si.TerminationType.STOPPED_BY_RM,
+                          "pod deleted" if record.ending else "pod ended")
         if app_left:
             self._remove_application(record.view.app_id)
 
@@ -677,9 +682,7 @@ class KubeShim:
             if job is None or self._stop.is_set():
                 return
             uid, node = job
-            with self._lock:
-                record = self._pods.get(uid)
-                target = None if record is None else (record.view.namespace, record.view.name)
+            target = self._target(uid)
             if target is None:
                 continue  # gone meanwhile: its release has been sent
             try:
@@ -702,11 +705,7 @@ class KubeShim:
                 return
             record.state, record.node = "ask", ""
             view = record.view
-        release = si.AllocationRelease(partition_name=self.options.partition, application_id=view.app_id,
-                                       allocation_key=uid, termination_type=si.TerminationType.STOPPED_BY_RM,
-                                       message=f"binding failed: {error}")
-        self.proxy.update_allocation(si.AllocationRequest(
-            releases=si.AllocationReleasesRequest(allocations_to_release=(release,)), rm_id=self.options.rm_id))
+        self._release(view.app_id, uid, si.TerminationType.STOPPED_BY_RM, f"binding failed: {error}")
         if isinstance(error, KubeApiError) and error.status in (404, 409):
             return
         with self._lock:
@@ -850,9 +849,7 @@ class KubeShim:
     def _delete_pod(self, uid: str, attempt: int) -> None:
         """Deletes a pod the core ended (gracefully: the pod's own grace period). Retried with
         a growing pause while the API server fails, since the core waits for its end."""
-        with self._lock:
-            record = self._pods.get(uid)
-            target = None if record is None or self._stop.is_set() else (record.view.namespace, record.view.name)
+        target = self._target(uid)
         if target is None:
             return
         try:
@@ -896,9 +893,7 @@ class KubeShim:
         """A gang's Hard timeout: its pods that never ran are marked failed, as YuniKorn's shim
         does (phase ``Failed``, reason ``ResourceReservationTimeout``)."""
         for uid in uids:
-            with self._lock:
-                record = self._pods.get(uid)
-                target = None if record is None else (record.view.namespace, record.view.name)
+            target = self._target(uid)
             if target is None:
                 continue
             try:
