@@ -29,6 +29,7 @@ Subcommands:
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from collections.abc import Sequence
 
@@ -364,8 +365,9 @@ def _reporter_agent(rest: list[str]) -> int:
                         help="one round, then exit: 0 when written or unchanged, 1 when the write failed")
     args = parser.parse_args(rest)
     for option in ("period", "timeout", "grace", "resync"):
-        if getattr(args, option) <= 0:
-            parser.error(f"--{option} must be positive, got {getattr(args, option)}")
+        value = getattr(args, option)
+        if not math.isfinite(value) or value <= 0:  # nan and inf parse as floats too
+            parser.error(f"--{option} must be a positive number of seconds, got {value}")
     try:
         from pyscheduler_k8s.agent import AgentOptions, run
     except ImportError as exc:

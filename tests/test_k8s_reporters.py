@@ -497,6 +497,9 @@ def test_bad_plugins_and_directories_are_refused_at_start(tmp_path: Path) -> Non
         (("--plugin", "k8s_reporter_plugin:BAD_LABEL"), "neither a reporter plugin"),
         (("--plugin", "k8s_reporter_plugin"), "expected MODULE:ATTR"),
         (("--plugin-dir", str(tmp_path / "absent")), "does not exist"),
+        (("--period", "nan"), "--period must be a positive number"),
+        (("--timeout", "inf"), "--timeout must be a positive number"),
+        (("--resync", "-1"), "--resync must be a positive number"),
     ):
         done = _cli("--node", "node-1", "--kubeconfig", str(kubeconfig), "--once", *args)
         assert done.returncode == 2 and said in done.stderr, (args, done.stderr)
