@@ -25,7 +25,7 @@ from scheduling_helpers import Cluster, config
 from pyscheduler.objects.application import Application
 from pyscheduler.objects.partition import Partition
 from pyscheduler.objects.queue import MIN_PRIORITY, ObjectState, Queue
-from pyscheduler.policies.sorting import app_sorter
+from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
 from pyscheduler.si import messages as si
 from pyscheduler.si.messages import TAG_REQUIRED_NODE
 from pyscheduler.scheduler.cycle import Decision, SchedulingCycle
@@ -119,7 +119,7 @@ class ReferenceCycle(SchedulingCycle):
             c for c in queue.children.values()
             if c.state is not ObjectState.STOPPED and c.pending.strictly_greater_than_zero()
         ]
-        for child in self._queue_sorter.sort(children, priorities, queue.priority_sorting):
+        for child in FairQueueSorter().sort(children, priorities, queue.priority_sorting):
             decision = self._reference_walk(partition, child, priorities)
             if decision is not None:
                 return decision

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from pyscheduler.common.resources import Resource, component_min_undef
 from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import QueueEvents
+from pyscheduler.policies.sorting import ChildOrder
 from pyscheduler.config.queue_preemption import (
     DEFAULT_PREEMPTION_DELAY_NS,
     PREEMPTION_POLICY,
@@ -185,9 +186,10 @@ class Queue:
         #: ``currentPriority``): ``pending_priority`` with this queue's ``priority.offset`` added,
         #: or only the offset for a ``priority.policy: fence`` queue.
         self.current_priority = MIN_PRIORITY
-        #: The fair queue sorter's last key for this queue and what it was made from
-        #: (``pyscheduler.policies.sorting.FairQueueSorter``); read and written under the lock.
-        self.fair_sort_cache: tuple[Any, ...] | None = None
+        #: This queue's children in fair order for the scheduling walk, kept between cycles: every
+        #: change of a child's allocated, pending or current priority below marks the child stale
+        #: in it (``pyscheduler.policies.sorting.ChildOrder``).
+        self.child_order = ChildOrder()
         self.priority_offset = 0
         self.priority_fence = False
         self.preemption_policy: PreemptionPolicy = PreemptionPolicy.DEFAULT
@@ -411,14 +413,23 @@ class Queue:
         """Adds to allocated on the whole path (no check: the caller checked, or recovers)."""
         if CHECK_LOCKS:
             check_held(self.graph_lock, f"queue {self.path}")
-        for queue in self.ancestors():
-            queue.allocated = queue.allocated + resource
+        self._change_on_path("allocated", Resource.__add__, resource)
 
     def dec_allocated(self, resource: Resource) -> None:
         if CHECK_LOCKS:
             check_held(self.graph_lock, f"queue {self.path}")
-        for queue in self.ancestors():
-            queue.allocated = queue.allocated - resource
+        self._change_on_path("allocated", Resource.__sub__, resource)
+
+    def _change_on_path(self, field: str, change: Callable[[Resource, Resource], Resource], resource: Resource) -> None:
+        """``field`` (allocated or pending) of every queue on the path changed by ``resource``;
+        each queue is marked stale in its parent's child order (a sort key input changed)."""
+        queue: Queue | None = self
+        while queue is not None:
+            setattr(queue, field, change(getattr(queue, field), resource))
+            parent = queue.parent
+            if parent is not None:
+                parent.child_order.stale.add(queue)
+            queue = parent
 
     def inc_preempting(self, resource: Resource) -> None:
         if CHECK_LOCKS:
@@ -435,14 +446,12 @@ class Queue:
     def inc_pending(self, resource: Resource) -> None:
         if CHECK_LOCKS:
             check_held(self.graph_lock, f"queue {self.path}")
-        for queue in self.ancestors():
-            queue.pending = queue.pending + resource
+        self._change_on_path("pending", Resource.__add__, resource)
 
     def dec_pending(self, resource: Resource) -> None:
         if CHECK_LOCKS:
             check_held(self.graph_lock, f"queue {self.path}")
-        for queue in self.ancestors():
-            queue.pending = queue.pending - resource
+        self._change_on_path("pending", Resource.__sub__, resource)
 
     # -- applications ----------------------------------------------------------------------------
 
@@ -498,6 +507,7 @@ class Queue:
             parent = queue.parent
             if new == old or parent is None:
                 return
+            parent.child_order.stale.add(queue)
             if parent.children.get(queue.name) is queue:
                 _move_count(parent._child_priority_counts, old, new)
             queue = parent

@@ -47,7 +47,7 @@ from pyscheduler.objects.partition import PREEMPTED_BY_SCHEDULER, Partition, Rel
 from pyscheduler.objects.queue import ObjectState, Queue, queue_shape_version
 from pyscheduler.policies.node_ordering import Cursor
 from pyscheduler.policies.role_history import Placement, history_key_of, role_of
-from pyscheduler.policies.sorting import FairQueueSorter, app_sorter
+from pyscheduler.policies.sorting import app_sorter
 from pyscheduler.scheduler.preemption.memo import PreemptionMemo
 from pyscheduler.scheduler.preemption.required_node import NO_VICTIM_FOR_REQUIRED_NODE, required_node_victims
 from pyscheduler.scheduler.preemption.guaranteed import (
@@ -105,7 +105,6 @@ class SchedulingCycle:
     def __init__(self, context: ClusterContext, *, reservation_delay: float = DEFAULT_RESERVATION_DELAY) -> None:
         self.context = context
         self.reservation_delay = reservation_delay
-        self._queue_sorter = FairQueueSorter()
         #: Preemption attempts left in the current leaf visit (YuniKorn's maxPreemptionsPerQueue),
         #: and whether this partition's walk preempted (it then ends, as a reservation would).
         self._preemptions_left = MAX_PREEMPTIONS_PER_LEAF
@@ -151,13 +150,10 @@ class SchedulingCycle:
     def _walk(self, partition: Partition, queue: Queue) -> Decision | None:
         if queue.is_leaf:
             return self._try_leaf(partition, queue)
-        children = [
-            c for c in queue.children.values()
-            if c.state is not ObjectState.STOPPED and c.pending.strictly_greater_than_zero()
-        ]
-        # Each child's priority (offset and fence applied) is kept by the queues as asks change.
-        priorities = {c.path: c.current_priority for c in children}
-        for child in self._queue_sorter.sort(children, priorities, queue.priority_sorting, queue_shape_version()):
+        # The children in fair order, kept by the queue between cycles (ChildOrder).
+        for child in queue.child_order.ordered(queue, queue_shape_version()):
+            if child.state is ObjectState.STOPPED or not child.pending.strictly_greater_than_zero():
+                continue
             decision = self._walk(partition, child)
             if decision is not None or self._preempted:
                 return decision
