@@ -50,6 +50,7 @@ are on. The only call out is the non-blocking event ``add``.
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -113,12 +114,14 @@ class _LevelLimits:
 _NO_LIMITS = _LevelLimits({}, {}, ())
 
 
-def _levels(queue_path: str) -> list[str]:
-    """``root.a.b`` -> ``["root", "root.a", "root.a.b"]``."""
+@functools.lru_cache(maxsize=4096)
+def _levels(queue_path: str) -> tuple[str, ...]:
+    """``root.a.b`` -> ``("root", "root.a", "root.a.b")``. Remembered (bounded): every
+    allocation and every headroom check asks it of the same few paths."""
     parts = queue_path.split(_DOT)
     if parts[0] != _ROOT or not all(parts):
         raise ValueError(f"not a fully-qualified queue path: {queue_path!r}")
-    return [_DOT.join(parts[: i + 1]) for i in range(len(parts))]
+    return tuple(_DOT.join(parts[: i + 1]) for i in range(len(parts)))
 
 
 class _QueueUsage:
@@ -169,7 +172,10 @@ class _Tracker:
         node.apps.add(app_id)
         for path in levels[1:]:
             name = path.rsplit(_DOT, 1)[1]
-            node = node.children.setdefault(name, _QueueUsage(path))
+            child = node.children.get(name)
+            if child is None:
+                child = node.children[name] = _QueueUsage(path)
+            node = child
             node.usage += delta
             node.apps.add(app_id)
 
@@ -328,6 +334,8 @@ class UserGroupManager:
         """What the application may still use in ``queue_path`` under the user's and group's
         limits: per type the minimum over the path of max - used (may be negative). Types no
         max names are unlimited and absent; None: no resource limit applies at all."""
+        if not self._limits:
+            return None  # no limit configured anywhere (the common case): nothing to compute
         levels = _levels(queue_path)
         room = self._headroom(user, False, levels)
         group = self._group_for(app_id, tuple(groups), queue_path)
