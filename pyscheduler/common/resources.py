@@ -16,8 +16,9 @@ Semantics follow ``pkg/common/resources`` in yunikorn-core:
 from __future__ import annotations
 
 import logging
+import operator
 import re
-from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
+from collections.abc import Callable, ItemsView, Iterator, KeysView, Mapping, ValuesView
 from typing import Final
 
 from pyscheduler.common.errors import SchedulerValueError
@@ -39,10 +40,34 @@ log = logging.getLogger(__name__)
 
 _INT64_MIN: Final = -(1 << 63)
 _INT64_MAX: Final = (1 << 63) - 1
+_new = object.__new__
 
 
 class ResourceError(SchedulerValueError):
     """A resource quantity that does not parse or does not fit in int64."""
+
+
+def _per_type_op(op: Callable[[int, int], int], doc: str) -> Callable[[Resource, Mapping[str, int]], Resource]:
+    """``op`` applied per type over the union of two resources' types, a missing type being 0,
+    results past int64 saturated (:func:`_saturated`). Written for CPython's speed (about twice
+    the plain loop's): the dict copied with ``copy``, ``get`` bound, the bounds as literals, the
+    result built without :meth:`Resource._of`'s call."""
+
+    def per_type(self: Resource, other: Mapping[str, int]) -> Resource:
+        q = self._q.copy()
+        get = q.get
+        # Resource operands are read through their dict: Mapping.items() is several times slower.
+        for k, v in (other._q if type(other) is Resource else other).items():
+            r = op(get(k, 0), v)
+            if not -9223372036854775808 <= r <= 9223372036854775807:
+                r = _saturated(r, k)
+            q[k] = r
+        result = _new(Resource)
+        result._q, result._hash, result._valid_ask = q, None, None
+        return result
+
+    per_type.__doc__ = doc
+    return per_type
 
 
 class Resource(Mapping[str, int]):
@@ -135,22 +160,10 @@ class Resource(Mapping[str, int]):
 
     # -- arithmetic --------------------------------------------------------------------------
 
-    def __add__(self, other: Mapping[str, int]) -> Resource:
-        q = dict(self._q)
-        # Resource operands are read through their dict: Mapping.items() is several times slower,
-        # and this runs a few times for every allocation.
-        for k, v in (other._q if isinstance(other, Resource) else other).items():
-            r = q.get(k, 0) + v
-            q[k] = r if _INT64_MIN <= r <= _INT64_MAX else _saturated(r, k)
-        return Resource._of(q)
-
-    def __sub__(self, other: Mapping[str, int]) -> Resource:
-        """Subtraction over the union of types; results may be negative."""
-        q = dict(self._q)
-        for k, v in (other._q if isinstance(other, Resource) else other).items():
-            r = q.get(k, 0) - v
-            q[k] = r if _INT64_MIN <= r <= _INT64_MAX else _saturated(r, k)
-        return Resource._of(q)
+    # __add__ and __sub__ run a dozen times per allocation (queue path, application, node,
+    # user and group usage); _per_type_op writes them for CPython's speed.
+    __add__ = _per_type_op(operator.add, "Sum over the union of types (a missing type is 0), saturated at int64.")
+    __sub__ = _per_type_op(operator.sub, "Difference over the union of types; results may be negative.")
 
     def __neg__(self) -> Resource:
         return Resource._of({k: _saturated(-v, k) if v == _INT64_MIN else -v for k, v in self._q.items()})
