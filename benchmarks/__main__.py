@@ -27,6 +27,7 @@ from benchmarks import (
     rest,
     rest_polling,
     role_history,
+    scale,
     scheduling,
 )
 from benchmarks.machine import Progress, machine_facts
@@ -84,6 +85,10 @@ def _run_scheduling(args: argparse.Namespace, progress: Progress) -> FamilyRepor
     )
 
 
+def _run_scale(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return scale.run(quick=args.quick, repeats=args.repeats, progress=progress)
+
+
 def _run_rest(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return rest.run(quick=args.quick, streams=args.streams, progress=progress)
 
@@ -122,6 +127,12 @@ FAMILIES: dict[str, Family] = {
         Family("events-memory", "event store memory per event (benchmarks.md section 1)", _run_events_memory),
         Family("events-throughput", "event add and serialisation throughput (section 2)", _run_events_throughput),
         Family("scheduling", "allocations per second, YuniKorn's BenchmarkScheduling shape (section 3)", _run_scheduling),
+        Family(
+            "scale",
+            "allocations per second and resident memory per node and application: 50,000 nodes, 1,000 leaf queues, "
+            "10,000 applications, 100,000 asks",
+            _run_scale,
+        ),
         Family("rest", "REST batch time, stream replay, scheduling with open streams (section 2, served)", _run_rest),
         Family(
             "rest-polling",
@@ -248,7 +259,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sched.add_argument("--asks", type=parse_count, help="asks per case (default 10k; --quick: 1k)")
     sched.add_argument(
-        "--repeats", type=_positive, help="fresh-subprocess runs per case, median reported (default 3; --quick: 1)"
+        "--repeats", type=_positive,
+        help="fresh-subprocess runs per case, median reported (default 3; --quick: 1); also the scale family's runs"
     )
     sched.add_argument(
         "--shapes",

@@ -82,12 +82,29 @@ PREEMPTION_OFF_SHAPE: Final = "many-queues-preemption-off"
 #: confirms each placeholder's release at once, as a shim does. A run counts the placeholders'
 #: allocations plus the members' (the replacements): twice the asks (``benchmarks.gang``).
 GANG_SHAPE: Final = "many-queues-gang"
-WORKER_SHAPES: Final = (*SHAPES, ROLES_SHAPE, PREEMPTION_ON_SHAPE, PREEMPTION_OFF_SHAPE, GANG_SHAPE)
+#: The scale shape (issue 17, ``benchmarks.scale``): the many-queues shape at cluster size,
+#: 1,000 leaves under 20 parents, 10,000 applications of 10 asks, 50,000 nodes.
+SCALE_SHAPE: Final = "scale"
+WORKER_SHAPES: Final = (*SHAPES, ROLES_SHAPE, PREEMPTION_ON_SHAPE, PREEMPTION_OFF_SHAPE, GANG_SHAPE, SCALE_SHAPE)
 #: Roles per application in the roles shape (ASKS_PER_APP / ROLES_PER_APP instances each).
 ROLES_PER_APP: Final = 5
-#: The many-queues shape: parents x leaves per parent, asks per application, asks and nodes (--quick: fewer).
-MANY_PARENTS: Final = 10
-MANY_LEAVES_PER_PARENT: Final = 10
+
+
+@dataclass(frozen=True)
+class QueueTree:
+    """Leaf queues ``root.p<i>.l<j>``: ``parents`` parents of ``leaves_per_parent`` leaves."""
+
+    parents: int
+    leaves_per_parent: int
+
+    @property
+    def leaves(self) -> int:
+        return self.parents * self.leaves_per_parent
+
+
+#: The many-queues shape: its queues, asks per application, asks and nodes (--quick: fewer).
+MANY_TREE: Final = QueueTree(parents=10, leaves_per_parent=10)
+SCALE_TREE: Final = QueueTree(parents=20, leaves_per_parent=50)
 ASKS_PER_APP: Final = 10
 MANY_ASKS: Final = 10_000
 MANY_NODES: Final = 1_000
@@ -117,27 +134,27 @@ partitions:
 
 
 
-def many_queues_config(policy: str, preemption: bool | None = None) -> str:
-    """The many-queues shape's configuration: ``root.p<i>.l<j>`` leaves under parent queues.
-    ``preemption`` (not None): every leaf guaranteed 1 vcore and 10 memory, with the partition's
-    preemption switched on or off."""
+def many_queues_config(policy: str, preemption: bool | None = None, tree: QueueTree = MANY_TREE) -> str:
+    """The many-queues shape's configuration: ``root.p<i>.l<j>`` leaves under parent queues
+    (``tree``). ``preemption`` (not None): every leaf guaranteed 1 vcore and 10 memory, with the
+    partition's preemption switched on or off."""
     lines = ["partitions:", "  - name: default", f"    nodesortpolicy: {{type: {policy}}}"]
     if preemption is not None:
         lines.append(f"    preemption: {{enabled: {str(preemption).lower()}}}")
     lines += ["    queues:", "      - name: root", '        submitacl: "*"', "        queues:"]
-    for parent in range(MANY_PARENTS):
+    for parent in range(tree.parents):
         lines += [f"          - name: p{parent}", "            queues:"]
-        for leaf in range(MANY_LEAVES_PER_PARENT):
+        for leaf in range(tree.leaves_per_parent):
             lines.append(f"              - name: l{leaf}")
             if preemption is not None:
                 lines.append("                resources: {guaranteed: {vcore: 1, memory: 10}}")
     return "\n".join(lines) + "\n"
 
 
-def many_queues_leaf(app_index: int) -> str:
+def many_queues_leaf(app_index: int, tree: QueueTree = MANY_TREE) -> str:
     """The leaf of the ``app_index``-th application: round-robin over every leaf."""
-    leaf = app_index % (MANY_PARENTS * MANY_LEAVES_PER_PARENT)
-    return f"root.p{leaf // MANY_LEAVES_PER_PARENT}.l{leaf % MANY_LEAVES_PER_PARENT}"
+    leaf = app_index % tree.leaves
+    return f"root.p{leaf // tree.leaves_per_parent}.l{leaf % tree.leaves_per_parent}"
 
 
 if TYPE_CHECKING:
@@ -222,25 +239,32 @@ def submit_workload(proxy: RMProxy, rm_id: str, nodes: int, asks: int) -> None:
 
 
 def submit_many_queues(proxy: RMProxy, rm_id: str, nodes: int, asks: int, roles: bool = False,
-                       may_preempt: bool = False, gang: bool = False) -> None:
+                       may_preempt: bool = False, gang: bool = False, tree: QueueTree = MANY_TREE,
+                       milestone: Callable[[str], None] | None = None) -> None:
     """The many-queues shape: nodes as in :func:`submit_workload`, ``asks // ASKS_PER_APP``
     applications round-robin over the leaves, the asks round-robin over the applications.
     ``roles``: the ``j``-th ask of an application plays role ``r<j % ROLES_PER_APP>``, and
     each role of each application has a history on as many nodes as it has instances (restored
     before the asks arrive, as a restarted scheduler loads it), spread over the cluster.
     ``may_preempt``: every ask may preempt others (``allowPreemptOther``). ``gang``: every
-    application a gang (see :data:`GANG_SHAPE`)."""
+    application a gang (see :data:`GANG_SHAPE`). ``tree``: the leaves (the scale shape's are more).
+    ``milestone``: called with "nodes", "applications" and "asks" as each part is in (the scale
+    benchmark reads the resident memory there)."""
+    step = milestone or (lambda _: None)
     apps = max(1, asks // ASKS_PER_APP)
     _submit_nodes(proxy, rm_id, nodes, asks)
+    step("nodes")
     if gang:
         _submit_gangs(proxy, rm_id, apps, asks)
         return
-    _submit_apps(proxy, rm_id, [(f"app-{i:04d}", many_queues_leaf(i)) for i in range(apps)])
+    _submit_apps(proxy, rm_id, [(f"app-{i:04d}", many_queues_leaf(i, tree)) for i in range(apps)])
+    step("applications")
     role_of: Callable[[int], str] | None = None
     if roles:
         _restore_histories(proxy, apps, nodes, asks)
         role_of = lambda k: f"r{(k // apps) % ROLES_PER_APP}"  # noqa: E731
     _submit_asks(proxy, rm_id, asks, lambda k: f"app-{k % apps:04d}", role_of, may_preempt)
+    step("asks")
 
 
 def _submit_gangs(proxy: RMProxy, rm_id: str, apps: int, asks: int) -> None:
@@ -343,9 +367,11 @@ def _submit_asks(proxy: RMProxy, rm_id: str, asks: int, app_of: Callable[[int], 
     )
 
 
-def build(policy: str, nodes: int, asks: int, native: bool, shape: str = YUNIKORN_SHAPE) -> Setup:
+def build(policy: str, nodes: int, asks: int, native: bool, shape: str = YUNIKORN_SHAPE,
+          milestone: Callable[[str], None] | None = None) -> Setup:
     """A fresh ClusterContext in the benchmark's ``shape``, with every ask pending (not timed),
-    and its (not started) Scheduler."""
+    and its (not started) Scheduler. ``milestone``: see :func:`submit_many_queues` (many-queues
+    shapes), also called with "core" once the empty core is made."""
     from pyscheduler.si import messages as si
     from pyscheduler.rmproxy.proxy import RMProxy
     from pyscheduler.scheduler.context import ClusterContext
@@ -362,14 +388,17 @@ def build(policy: str, nodes: int, asks: int, native: bool, shape: str = YUNIKOR
     if isinstance(rm, GangRM):
         rm.proxy = proxy
     preemption = {PREEMPTION_ON_SHAPE: True, PREEMPTION_OFF_SHAPE: False}.get(shape)
-    many_queues = shape in (MANY_QUEUES_SHAPE, ROLES_SHAPE, GANG_SHAPE) or preemption is not None
-    config = many_queues_config(policy, preemption) if many_queues else CONFIG % policy
+    many_queues = shape in (MANY_QUEUES_SHAPE, ROLES_SHAPE, GANG_SHAPE, SCALE_SHAPE) or preemption is not None
+    tree = SCALE_TREE if shape == SCALE_SHAPE else MANY_TREE
+    config = many_queues_config(policy, preemption, tree) if many_queues else CONFIG % policy
     proxy.register_resource_manager(
         si.RegisterResourceManagerRequest(rm_id=RM_ID, policy_group="default", config=config), rm
     )
+    if milestone is not None:
+        milestone("core")
     if many_queues:
         submit_many_queues(proxy, RM_ID, nodes, asks, roles=shape == ROLES_SHAPE, may_preempt=preemption is not None,
-                           gang=gang)
+                           gang=gang, tree=tree, milestone=milestone)
     else:
         submit_workload(proxy, RM_ID, nodes, asks)
     return Setup(context, proxy, rm, scheduler)
@@ -383,10 +412,11 @@ def _events_created(context: Any) -> tuple[int, int]:
 
 
 def measure_threaded(policy: str, nodes: int, asks: int, native: bool, timeout: float,
-                     shape: str = YUNIKORN_SHAPE) -> dict[str, Any]:
+                     shape: str = YUNIKORN_SHAPE, milestone: Callable[[str], None] | None = None) -> dict[str, Any]:
     """The headline: the real scheduling loop, started after submission, until the RM has
-    every allocation (or ``timeout`` seconds)."""
-    setup = build(policy, nodes, asks, native, shape)
+    every allocation (or ``timeout`` seconds). ``milestone``: see :func:`build`, and called with
+    "scheduled" after the run, the core still holding every allocation."""
+    setup = build(policy, nodes, asks, native, shape, milestone)
     scheduler = setup.scheduler
     created_before, dropped_before = _events_created(setup.context)
     gc.collect()
@@ -396,6 +426,8 @@ def measure_threaded(policy: str, nodes: int, asks: int, native: bool, timeout: 
     seconds = time.perf_counter() - started
     scheduler.stop()
     created_after, dropped_after = _events_created(setup.context)
+    if milestone is not None:
+        milestone("scheduled")
     setup.proxy.stop()
     return _result(setup.rm, setup.rm.target, seconds, scheduler.cycles, finished, timeout,
                    created_after - created_before, dropped_after - dropped_before)
@@ -526,7 +558,13 @@ def run_worker(policy: str, nodes: int, asks: int, ordering: str, timeout: float
         "--timeout", str(timeout), "--shape", shape,
     ]
     # Setup, two timed runs and their flushes: bounded well above what they should take.
-    done = subprocess.run(command, capture_output=True, text=True, timeout=4 * timeout + 120, check=False)
+    return run_json_worker(command, 4 * timeout + 120)
+
+
+def run_json_worker(command: Sequence[str], timeout: float) -> dict[str, Any]:
+    """Runs a worker process (bounded by ``timeout`` seconds) and returns the JSON object of its
+    last output line; RuntimeError with the end of its stderr when it fails."""
+    done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout, check=False)
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         tail = " | ".join(done.stderr.strip().splitlines()[-3:])
@@ -762,11 +800,11 @@ def _format_many_queues(report: SchedulingReport) -> str:
         ]
         for case in report.shape_cases(MANY_QUEUES_SHAPE)
     ]
-    leaves = MANY_PARENTS * MANY_LEAVES_PER_PARENT
+    leaves = MANY_TREE.leaves
     return "\n".join([
         "## Scheduling throughput, many queues and applications",
         "",
-        f"{MANY_PARENTS} parent queues x {MANY_LEAVES_PER_PARENT} leaves ({leaves} leaf queues); applications "
+        f"{MANY_TREE.parents} parent queues x {MANY_TREE.leaves_per_parent} leaves ({leaves} leaf queues); applications "
         f"({ASKS_PER_APP} asks each) round-robin over the leaves; asks (memory 10, vcore 1) round-robin over the "
         f"applications; nodes sized (asks / nodes + 1) asks; events on. Timed as above; {report.isolation}; "
         f"median of {report.repeats}.",

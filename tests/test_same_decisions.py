@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from benchmarks import scheduling
 from pyscheduler.common.resources import Resource
 from pyscheduler.objects.queue import Queue
 from pyscheduler.policies.sorting import ChildOrder, FairQueueSorter
@@ -34,9 +35,22 @@ MANY_QUEUES = {
 }
 
 
-def _decisions(policy: str) -> list[tuple[str, str]]:
+#: The scale shape's tree in small (issue 17): 200 leaves under 20 parents, most of them idle at
+#: any time, on a loaded cluster.
+SCALE_LIKE = {
+    **MANY_QUEUES,
+    "seed": 17,
+    "nodes": {"count": 16, "memory": "16Gi", "vcore": 8},
+    "queues": {f"p{p}.l{leaf}": 1 + (3 * p + leaf) % 4 for p in range(20) for leaf in range(10)},
+    "applications": {**MANY_QUEUES["applications"], "count": 90},  # type: ignore[dict-item]
+    "arrival": {"pattern": "poisson", "rate": 8},
+}
+WORKLOADS = {"many-queues": MANY_QUEUES, "scale-like": SCALE_LIKE}
+
+
+def _decisions(policy: str, workload: str = "many-queues") -> list[tuple[str, str]]:
     """(allocation key, node) of every allocation, in the order the core made them."""
-    rm = SimulatedRM(WorkloadSpec.from_mapping(MANY_QUEUES).generate(), policy=policy, mode="lockstep")
+    rm = SimulatedRM(WorkloadSpec.from_mapping(WORKLOADS[workload]).generate(), policy=policy, mode="lockstep")
     seen: list[tuple[str, str]] = []
     callback = rm.update_allocation
 
@@ -62,13 +76,47 @@ def without_child_order(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@pytest.mark.parametrize("policy", ["fair", "binpacking"])
-def test_the_kept_child_order_changes_no_decision(policy: str, request: pytest.FixtureRequest) -> None:
-    kept = _decisions(policy)
+@pytest.mark.parametrize(("policy", "workload"), [("fair", "many-queues"), ("binpacking", "many-queues"),
+                                                  ("fair", "scale-like")])
+def test_the_kept_child_order_changes_no_decision(policy: str, workload: str, request: pytest.FixtureRequest) -> None:
+    kept = _decisions(policy, workload)
     request.getfixturevalue("without_child_order")
-    afresh = _decisions(policy)
-    assert len(kept) > 300 and len({node for _, node in kept}) == 12
+    afresh = _decisions(policy, workload)
+    nodes = WORKLOADS[workload]["nodes"]["count"]  # type: ignore[index]
+    assert len(kept) > 300 and len({node for _, node in kept}) == nodes
     assert kept == afresh
+
+
+def _benchmark_decisions(shape: str, nodes: int, asks: int) -> list[tuple[str, str]]:
+    """The benchmark's own shape, small, scheduled in lockstep: every (key, node) in order."""
+    setup = scheduling.build("fair", nodes, asks, True, shape)
+    seen: list[tuple[str, str]] = []
+    count = setup.rm.update_allocation
+
+    def spy(response: si.AllocationResponse) -> None:
+        seen.extend((a.allocation_key, a.node_id) for a in response.new)
+        count(response)
+
+    setup.rm.update_allocation = spy  # type: ignore[method-assign]
+    try:
+        for _ in range(2 * asks):  # bounded: one allocation per cycle
+            if setup.rm.allocated >= asks or not setup.scheduler.schedule_once():
+                break
+    finally:
+        setup.proxy.stop()
+    assert len(seen) == asks
+    return seen
+
+
+@pytest.mark.parametrize(("shape", "nodes", "asks"), [
+    (scheduling.MANY_QUEUES_SHAPE, 100, 1_000),
+    (scheduling.SCALE_SHAPE, 300, 2_000),  # 1,000 leaves under 20 parents, 200 applications
+])
+def test_the_benchmark_shapes_decide_the_same_with_the_kept_child_order(
+        shape: str, nodes: int, asks: int, request: pytest.FixtureRequest) -> None:
+    kept = _benchmark_decisions(shape, nodes, asks)
+    request.getfixturevalue("without_child_order")
+    assert _benchmark_decisions(shape, nodes, asks) == kept
 
 
 @given(st.dictionaries(st.sampled_from(["memory", "vcore", "pods", "gpu"]),
