@@ -16,6 +16,7 @@ the queue name or application id, so runs repeat exactly.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
@@ -142,10 +143,20 @@ class ChildOrder:
                                  for c in children}
             self._shape, self._priority_first = shape, priority_first
         elif self.stale:
-            fairmax = self._fairmax
-            for child in self.stale:
-                if child in keys:
-                    keys[child] = fair_child_key(child, child.current_priority, fairmax[child], priority_first)
+            fairmax, stale = self._fairmax, [c for c in self.stale if c in keys]
+            self.stale.clear()
+            for child in stale:
+                keys[child] = fair_child_key(child, child.current_priority, fairmax[child], priority_first)
+            if len(stale) * 8 < len(keys):
+                # One allocation moves one child per level: take it out and put it back in its
+                # place (a binary search) rather than sorting every child again.
+                order = self._order.copy()
+                for child in stale:
+                    order.remove(child)
+                for child in stale:
+                    bisect.insort(order, child, key=keys.__getitem__)
+                self._order = order
+                return order
         else:
             return self._order
         self.stale.clear()
