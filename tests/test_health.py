@@ -36,6 +36,7 @@ ERRORS, FAILED_NODES, NEG_PARTITIONS, NEG_NODES, PART_ALLOCATED, PART_TOTAL, NOD
     RESERVATION_RATIO, ORPHAN_NODE, ORPHAN_APP = (d for _, d in YUNIKORN)
 NEG_QUEUES = "Check for negative resources in the queues"
 NODE_SUM = "Check if node allocated resource == sum of the allocations on the node"
+NODE_TOTAL = "Check if node total resource = allocated resource + occupied resource + available resource"
 QUEUE_USAGE = ("Check if queue allocated and pending resources == sum of its applications (leaf) "
                "or of its children (parent)")
 QUEUE_RUNNING = ("Check if queue running applications == running applications in the queue (leaf) "
@@ -219,8 +220,17 @@ def test_node_capacity_shrunk_below_its_allocations(clusters) -> None:
 
 def test_negative_occupied_resource_on_a_node(clusters) -> None:
     c = _busy(clusters)
-    c.partition.nodes["node-01"]._occupied = res(memory=-5)
+    with c.partition.lock:  # what a broken update would leave (the node keeps available consistent)
+        c.partition.nodes["node-01"].set_occupied(res(memory=-5))
     assert _failed(c.health()) == {NEG_NODES}
+
+
+def test_a_node_whose_available_does_not_add_up(clusters) -> None:
+    # The node keeps available with its total, allocated and occupied; a field changed behind
+    # its back breaks the sum, and the check says so.
+    c = _busy(clusters)
+    c.partition.nodes["node-01"]._occupied = res(memory=5)
+    assert _failed(c.health()) == {NODE_TOTAL}
 
 
 def test_negative_partition_total(clusters) -> None:
@@ -282,7 +292,8 @@ def test_node_allocated_differs_from_its_allocations(clusters) -> None:
     c = _busy(clusters)
     node = c.partition.nodes["node-01"]
     node._allocated = node._allocated + res(memory=1)
-    assert _failed(c.health()) == {NODE_SUM, PART_ALLOCATED}
+    # Changed behind the node's back: its kept available no longer adds up either.
+    assert _failed(c.health()) == {NODE_SUM, PART_ALLOCATED, NODE_TOTAL}
 
 
 def test_leaf_queue_usage_differs_from_its_apps(clusters) -> None:

@@ -28,3 +28,10 @@ def test_sum_and_difference_are_the_saturated_per_type_results(a: dict[str, int]
             any(v > 0 for v in result.values()) and all(v >= 0 for v in result.values()))
         assert hash(result) == hash(Resource(result.to_dict()))
     assert left.to_dict() == a and right.to_dict() == b
+
+
+@given(quantities, quantities)
+def test_room_above_a_maximum_is_per_named_type(maximum: dict[str, int], used: dict[str, int]) -> None:
+    """A maximum's room over usage: only the maximum's types (others stay unlimited), saturated."""
+    room = Resource(maximum).room_above(Resource(used))
+    assert room.to_dict() == {k: max(INT64_MIN, min(INT64_MAX, v - used.get(k, 0))) for k, v in maximum.items()}

@@ -165,6 +165,16 @@ class Resource(Mapping[str, int]):
     __add__ = _per_type_op(operator.add, "Sum over the union of types (a missing type is 0), saturated at int64.")
     __sub__ = _per_type_op(operator.sub, "Difference over the union of types; results may be negative.")
 
+    def room_above(self, used: Mapping[str, int]) -> Resource:
+        """``self`` as a maximum: per type it names, the maximum minus ``used`` (may be
+        negative, saturated at int64); types it does not name stay absent (unlimited)."""
+        q = {}
+        get = used.get
+        for k, v in self._q.items():
+            r = v - get(k, 0)
+            q[k] = r if -9223372036854775808 <= r <= 9223372036854775807 else _saturated(r, k)
+        return Resource._of(q)
+
     def __neg__(self) -> Resource:
         return Resource._of({k: _saturated(-v, k) if v == _INT64_MIN else -v for k, v in self._q.items()})
 
@@ -195,7 +205,8 @@ class Resource(Mapping[str, int]):
         """At least one quantity above 0 and none below (a valid ask)."""
         known = self._valid_ask
         if known is None:
-            known = self._valid_ask = any(v > 0 for v in self._q.values()) and not self.has_negative()
+            values = self._q.values()
+            known = self._valid_ask = bool(values) and min(values) >= 0 and max(values) > 0
         return known
 
     def fits_in(self, larger: Mapping[str, int]) -> bool:

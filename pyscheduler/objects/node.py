@@ -51,6 +51,9 @@ class Node:
         self._total = capacity.pruned()
         self._occupied = occupied or Resource()
         self._allocated = Resource()
+        #: total - allocated - occupied, kept with them (read on every change by the node index
+        #: and by every fit check).
+        self._available = self._total - self._occupied
         self.allocations: dict[str, Allocation] = {}
         #: Reserved allocation keys -> reserved resource (the scheduling cycle manages them).
         self.reservations: dict[str, Resource] = {}
@@ -75,7 +78,7 @@ class Node:
 
     @property
     def available(self) -> Resource:
-        return self._total - self._allocated - self._occupied
+        return self._available
 
     @property
     def schedulable(self) -> bool:
@@ -134,6 +137,7 @@ class Node:
             check_held(self.graph_lock, f"node {self.node_id}")
         self.allocations[alloc.allocation_key] = alloc
         self._allocated = self._allocated + alloc.resource
+        self._available = self._total - self._allocated - self._occupied
         self._events.allocation_added(self.node_id, alloc.allocation_key, alloc.resource)
         self._changed()
 
@@ -144,6 +148,7 @@ class Node:
         if alloc is None:
             return None
         self._allocated = self._allocated - alloc.resource
+        self._available = self._total - self._allocated - self._occupied
         self._events.allocation_removed(self.node_id, allocation_key, alloc.resource)
         self._changed()
         return alloc
@@ -156,6 +161,7 @@ class Node:
         if allocation_key not in self.allocations:
             return
         self._allocated = self._allocated + delta
+        self._available = self._total - self._allocated - self._occupied
         self._changed()
 
     def set_capacity(self, capacity: Resource) -> Resource:
@@ -167,6 +173,7 @@ class Node:
         if delta.is_zero():
             return delta
         self._total = capacity
+        self._available = self._total - self._allocated - self._occupied
         self._events.capacity(self.node_id, capacity)
         self._changed()
         return delta
@@ -177,6 +184,7 @@ class Node:
         if occupied == self._occupied:
             return
         self._occupied = occupied
+        self._available = self._total - self._allocated - self._occupied
         self._events.occupied(self.node_id, occupied)
         self._changed()
 

@@ -392,9 +392,7 @@ class Queue:
             maximum = queue.max_resource
             if maximum is None:
                 continue
-            allocated = queue.allocated
-            room = Resource({k: v - allocated.get(k, 0) for k, v in maximum.items()})
-            result = component_min_undef(result, room)
+            result = component_min_undef(result, maximum.room_above(queue.allocated))
         return result
 
     def fits(self, resource: Resource) -> bool:

@@ -381,7 +381,7 @@ class UserGroupManager:
                 continue
             node = tracker.node(path) if tracker is not None else None
             used = node.usage if node is not None else _EMPTY
-            here = Resource({kind: value - used.get(kind, 0) for kind, value in limit.max_resources.items()})
+            here = limit.max_resources.room_above(used)
             room = component_min_undef(room, here)
         return room
 
