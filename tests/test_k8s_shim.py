@@ -491,6 +491,8 @@ def test_the_manifests_apply_and_their_role_is_enough(kube: KubeCluster, tmp_pat
         kube.wait_for("pod marked unschedulable with the role", lambda: any(
             c["type"] == "PodScheduled" and c["status"] == "False"
             for c in _get(kube, huge).get("status", {}).get("conditions", [])), timeout=30)
+        # The shim counts the mark once the API server answered; the test may see it first.
+        kube.wait_for("the mark counted", lambda: shim.counts.unschedulable_marked == 1, timeout=10)
         assert shim.counts.bind_failures == 0 and shim.counts.unschedulable_marked == 1
         assert any(e["reason"] == "Scheduled" for e in _events(kube, fits))
     finally:
