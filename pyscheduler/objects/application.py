@@ -316,8 +316,7 @@ class Application:
         self.pending = self.pending - ask.resource
         self.allocated = self.allocated + ask.resource
         after = self._fifo_keys()
-        self.queue.dec_pending(ask.resource)
-        self.queue.inc_allocated(ask.resource)
+        self.queue.pending_allocated(ask.resource)
         self._report_to_queue(before, after)
         if ask.placeholder:
             self._placeholder_allocated(ask)

@@ -429,6 +429,20 @@ class Queue:
                 parent.child_order.stale.add(queue)
             queue = parent
 
+    def pending_allocated(self, resource: Resource) -> None:
+        """A pending ``resource`` was allocated: off pending and onto allocated on the whole path
+        in one walk (``dec_pending`` then ``inc_allocated``, as the scheduling cycle's commit)."""
+        if CHECK_LOCKS:
+            check_held(self.graph_lock, f"queue {self.path}")
+        queue: Queue | None = self
+        while queue is not None:
+            queue.pending = queue.pending - resource
+            queue.allocated = queue.allocated + resource
+            parent = queue.parent
+            if parent is not None:
+                parent.child_order.stale.add(queue)
+            queue = parent
+
     def inc_preempting(self, resource: Resource) -> None:
         if CHECK_LOCKS:
             check_held(self.graph_lock, f"queue {self.path}")
