@@ -244,6 +244,10 @@ class Application:
         bisect.insort(self._ordered, (ask_sort_key(ask), ask), key=lambda entry: entry[0])
 
     def _unindex_ask(self, ask: Allocation) -> None:
+        ordered = self._ordered
+        if ordered and ordered[0][1] is ask:
+            del ordered[0]  # the scheduling cycle places asks in order: mostly the first one
+            return
         key = ask_sort_key(ask)
         i = bisect.bisect_left(self._ordered, key, key=lambda entry: entry[0])
         if i < len(self._ordered) and self._ordered[i][1] is ask:

@@ -522,7 +522,7 @@ class ClusterContext:
     def _si_allocation(partition: Partition, alloc: Allocation) -> si.Allocation:
         return si.Allocation(
             allocation_key=alloc.allocation_key,
-            allocation_tags=dict(alloc.tags),
+            allocation_tags=alloc.tags,  # copied by the message
             resource_per_alloc=alloc.resource,
             priority=alloc.priority,
             node_id=alloc.node_id,
