@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from rm_helpers import BASIC, LIMITED, C, D, T, World, check_invariants, res, world  # noqa: F401
 
-from pyscheduler.objects.application import AppTimeouts
+from pyscheduler.objects.application import Application, AppTimeouts
 from pyscheduler.objects.application_state import AppState
 from pyscheduler.si import messages as si
 
@@ -385,3 +385,38 @@ def test_partition_removal_fails_applications(world: World) -> None:
     assert [r.allocation_key for r in old_rm.released] == ["k1"]
     assert new_rm.calls == []
     assert world.partition().applications == {} and world.partition().nodes == {}
+
+
+def test_a_tick_looks_only_at_applications_whose_timer_is_due(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Issue 17: terminated applications are kept three days, so a busy cluster holds a great many;
+    # the one-second tick must not walk them all. 200 running applications, 50 completed ones,
+    # 3 completing: a tick 30 s later ticks exactly the 3 completing ones, in the order they were
+    # added (the live table's order), and the rest never.
+    world.add_node("n1", memory=10_000, vcore=1_000)
+    for i in range(253):
+        world.add_app(f"app-{i:03d}")
+        world.allocate(f"k{i}", f"app-{i:03d}", "n1")
+    for i in range(200, 250):
+        world.release(f"app-{i:03d}", f"k{i}")
+    world.advance(30)  # these 50 complete
+    for i in (252, 250, 251):  # released out of order: the tick still goes by the table
+        world.release(f"app-{i:03d}", f"k{i}")
+    ticked: list[str] = []
+    original = Application.tick
+
+    def counted(self: Application) -> AppState | None:
+        ticked.append(self.app_id)
+        return original(self)
+
+    monkeypatch.setattr(Application, "tick", counted)
+    world.advance(29)
+    assert ticked == []
+    world.advance(1)
+    assert ticked == ["app-250", "app-251", "app-252"]
+    assert [world.partition().completed_applications[k].app_id for k in list(world.partition().completed_applications)[-3:]] == [
+        "app-250", "app-251", "app-252"]
+    ticked.clear()
+    world.advance(THREE_DAYS)  # every completed application expires: each ticked once
+    assert sorted(ticked) == [f"app-{i:03d}" for i in range(200, 253)]
+    assert world.partition().completed_applications == {}
+    check_invariants(world.context)

@@ -109,6 +109,12 @@ class Application:
         #: Told whenever the application may have become ready for placeholder replacement or
         #: stopped being ready (the partition keeps the set the cycle looks at).
         self.on_replacement_readiness: Callable[[Application], None] | None = None
+        #: Told of every timer this application sets (its monotonic due time): the partition
+        #: keeps them in a queue and ticks only the applications whose timer is due.
+        self.on_timer: Callable[[Application, float], None] | None = None
+        #: The partition's stamp of when this application entered its current table (live,
+        #: completed or rejected): due applications are ticked in that order, the tables' own.
+        self.table_order = 0
         self.state = AppState.NEW
         self.submission_time_ns = clock.now_ns()
         self.state_log: list[tuple[AppState, int]] = [(AppState.NEW, self.submission_time_ns)]
@@ -168,15 +174,21 @@ class Application:
             else:
                 queue.dec_running_apps()
         now = self._clock.monotonic()
-        self._completing_deadline = now + self.timeouts.completing if new is AppState.COMPLETING else None
+        self._completing_deadline = self._timer(now + self.timeouts.completing) if new is AppState.COMPLETING else None
         if new in (AppState.COMPLETED, AppState.FAILED, AppState.REJECTED):
-            self._expire_deadline = now + self.timeouts.terminated
+            self._expire_deadline = self._timer(now + self.timeouts.terminated)
         if new in (AppState.COMPLETED, AppState.FAILED):
             self.terminated_at_s = self._clock.now_ns() // 1_000_000_000
 
     def reject(self, message: str) -> None:
         self.rejected_message = message
         self.handle(AppEvent.REJECT, message)
+
+    def _timer(self, due: float) -> float:
+        """A timer of this application set to ``due`` (monotonic seconds): told to the partition."""
+        if self.on_timer is not None:
+            self.on_timer(self, due)
+        return due
 
     def tick(self) -> AppState | None:
         """Fires the timers that are due; returns the new state when one fired."""
@@ -414,7 +426,7 @@ class Application:
             self.on_replacement_readiness(self)
         if first and self.state is AppState.ACCEPTED:
             if self.placeholder_timeout_ns > 0 and self._placeholder_deadline is None:
-                self._placeholder_deadline = self._clock.monotonic() + self.placeholder_timeout_ns / 1e9
+                self._placeholder_deadline = self._timer(self._clock.monotonic() + self.placeholder_timeout_ns / 1e9)
             if self.queue is not None:
                 self.queue.set_allocating_accepted(self.app_id)
         if _same(self.allocated_placeholder, self.placeholder_ask) and self.state in (

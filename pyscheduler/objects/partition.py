@@ -9,7 +9,10 @@ context after the lock is released, so the RM may call back in without deadlocki
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import threading
+from operator import attrgetter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
@@ -130,6 +133,13 @@ class Partition:
         self.gang_apps: dict[str, None] = {}
         self.completed_applications: dict[str, Application] = {}
         self.rejected_applications: dict[str, Application] = {}
+        #: The applications' timers (completing, expiry, placeholder timeout) as a heap of (due,
+        #: sequence, application): a tick looks at the due ones only, not at every application
+        #: (terminated ones are kept three days: a busy cluster holds hundreds of thousands).
+        #: A timer that was reset stays until due and then ticks its application for nothing.
+        self._timers: list[tuple[float, int, Application]] = []
+        self._timer_sequence = itertools.count()
+        self._table_stamps = itertools.count(1)
         self.total = Resource()
         self.placement = PlacementManager([])
         self.ugm = UserGroupManager(events.ugm, self.lock)
@@ -347,6 +357,7 @@ class Partition:
         the reason, after the app was moved to the rejected applications)."""
         with self.lock:
             app.graph_lock = self.lock
+            app.on_timer = self._timer_set
             try:
                 if self.state is not ObjectState.ACTIVE:
                     raise PlacementRejected(f"partition {self.name} is {self.state.value.lower()}: no new applications")
@@ -363,9 +374,11 @@ class Partition:
             except PlacementRejected as err:
                 app.reject(str(err))
                 self.rejected_applications[app.app_id] = app
+                app.table_order = next(self._table_stamps)
                 raise PartitionError(str(err)) from None
             app.queue = queue
             self.applications[app.app_id] = app
+            app.table_order = next(self._table_stamps)
             queue.add_application(app)
             app.on_replacement_readiness = self._replacement_readiness
 
@@ -705,21 +718,42 @@ class Partition:
 
     def tick(self) -> None:
         """Fires due application timers, moves terminated apps aside, removes expired ones and
-        empty draining or dynamic queues."""
+        empty draining or dynamic queues. Only applications with a due timer are looked at, in
+        the order of their tables (live, then completed, then rejected; each in insertion order)."""
         with self.lock:
-            for app in list(self.applications.values()):
+            due = self._due_applications()
+            by_order = attrgetter("table_order")
+            # Sorted out before any fires: one that completes now is not ticked again as completed.
+            completed, rejected = self.completed_applications, self.rejected_applications
+            live_due = sorted((a for a in due if self.applications.get(a.app_id) is a), key=by_order)
+            completed_due = sorted((a for a in due if completed.get(_completed_key(a)) is a), key=by_order)
+            rejected_due = sorted((a for a in due if rejected.get(a.app_id) is a), key=by_order)
+            for app in live_due:
                 if app.placeholder_timeout_due():
                     self._time_out_placeholders(app)
                 state = app.tick()
                 if state in (AppState.COMPLETED, AppState.FAILED):
                     self._move_terminated(app)
-            for key, app in list(self.completed_applications.items()):
+            for app in completed_due:
                 if app.tick() is AppState.EXPIRED:
-                    del self.completed_applications[key]
-            for key, app in list(self.rejected_applications.items()):
+                    del completed[_completed_key(app)]
+            for app in rejected_due:
                 if app.tick() is AppState.EXPIRED:
-                    del self.rejected_applications[key]
+                    del rejected[app.app_id]
             self._clean_queues()
+
+    def _timer_set(self, app: Application, due: float) -> None:
+        heapq.heappush(self._timers, (due, next(self._timer_sequence), app))
+
+    def _due_applications(self) -> list[Application]:
+        """The applications with a timer due now (each once), taken off the timer heap."""
+        now = self.clock.monotonic()
+        timers = self._timers
+        due: dict[int, Application] = {}
+        while timers and timers[0][0] <= now:
+            app = heapq.heappop(timers)[2]
+            due[id(app)] = app
+        return list(due.values())
 
     def _move_terminated(self, app: Application) -> None:
         del self.applications[app.app_id]
@@ -727,7 +761,8 @@ class Partition:
         if app.queue is not None:
             app.queue.remove_application(app)
         self.ugm.remove_app(app.app_id, app.user)
-        self.completed_applications[f"{app.app_id}-{app.terminated_at_s}"] = app
+        self.completed_applications[_completed_key(app)] = app
+        app.table_order = next(self._table_stamps)
 
     def _clean_queues(self) -> None:
         """Bottom-up: removes empty draining managed queues and empty dynamic queues."""
@@ -743,3 +778,8 @@ class Partition:
             for app in list(self.applications.values()):
                 if app.state not in TERMINAL_STATES and app.state is not AppState.FAILING:
                     app.handle(AppEvent.FAIL, message)
+
+
+def _completed_key(app: Application) -> str:
+    """An application's key among the completed ones (an id may come back after it completed)."""
+    return f"{app.app_id}-{app.terminated_at_s}"
