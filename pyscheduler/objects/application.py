@@ -43,6 +43,10 @@ __all__ = ["Application", "AppTimeouts", "StateUpdate", "RUNNING_STATES"]
 RUNNING_STATES = frozenset({AppState.RUNNING})
 
 
+#: The empty resource every application starts from (resources are immutable: shared).
+_NOTHING = Resource()
+
+
 @dataclass(frozen=True)
 class AppTimeouts:
     """Application timers, in seconds (YuniKorn's defaults)."""
@@ -96,7 +100,7 @@ class Application:
         self._events = events
         self._notify = notify
         self.timeouts = timeouts or AppTimeouts()
-        self.placeholder_ask = placeholder_ask or Resource()
+        self.placeholder_ask = placeholder_ask or _NOTHING
         self.execution_timeout_ms = execution_timeout_ms
         self.gang_style = GangStyle.parse(gang_style)
         #: Gang scheduling (pyscheduler.objects.placeholders): the task groups by name, the
@@ -104,7 +108,7 @@ class Application:
         #: fires (monotonic seconds; set at the first placeholder allocation while Accepted).
         self.placeholder_timeout_ns = placeholder_timeout_ns(execution_timeout_ms, tags, clock.now_ns())
         self.placeholder_data: dict[str, PlaceholderData] = {}
-        self.allocated_placeholder = Resource()
+        self.allocated_placeholder = _NOTHING
         self._placeholder_deadline: float | None = None
         #: Told whenever the application may have become ready for placeholder replacement or
         #: stopped being ready (the partition keeps the set the cycle looks at).
@@ -124,11 +128,12 @@ class Application:
         #: walks it for every allocation: re-sorting thousands of asks each time would not do).
         self._ordered: list[tuple[tuple[int, int, str], Allocation]] = []
         self.allocations: dict[str, Allocation] = {}
-        self.pending = Resource()
-        self.allocated = Resource()
+        # Resources are immutable: every application starts from the one empty resource.
+        self.pending = _NOTHING
+        self.allocated = _NOTHING
         #: The peak of ``allocated`` per type, as of the last time it went down (the current
         #: value may be higher: see :meth:`max_allocated`). Kept off the allocation path.
-        self._peak_before_decrease = Resource()
+        self._peak_before_decrease = _NOTHING
         #: Resource-seconds of ended allocations per instance type (REST ``resourceHistory``).
         self.used_history = TrackedResource()
         self.placeholder_history = TrackedResource()
