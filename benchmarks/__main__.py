@@ -30,6 +30,7 @@ from benchmarks import (
     scale,
     scheduling,
 )
+from benchmarks.baseline import BaselineError, baseline_environment
 from benchmarks.machine import Progress, machine_facts
 from benchmarks.workload import DEFAULT_SEED, parse_mix
 
@@ -81,12 +82,13 @@ def _run_scheduling(args: argparse.Namespace, progress: Progress) -> FamilyRepor
         shapes=args.shapes or scheduling.SHAPES,
         many_nodes=scheduling.QUICK_MANY_NODES if quick else scheduling.MANY_NODES,
         many_asks=scheduling.QUICK_MANY_ASKS if quick else scheduling.MANY_ASKS,
+        baseline=args.baseline,
         progress=progress,
     )
 
 
 def _run_scale(args: argparse.Namespace, progress: Progress) -> FamilyReport:
-    return scale.run(quick=args.quick, repeats=args.repeats, progress=progress)
+    return scale.run(quick=args.quick, repeats=args.repeats, baseline=args.baseline, progress=progress)
 
 
 def _run_rest(args: argparse.Namespace, progress: Progress) -> FamilyReport:
@@ -198,6 +200,14 @@ def _shapes(text: str) -> list[str]:
     return shapes
 
 
+def _baseline(text: str) -> str:
+    try:
+        baseline_environment(text)
+    except BaselineError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -267,6 +277,14 @@ def build_parser() -> argparse.ArgumentParser:
         type=_shapes,
         help=f"workload shapes, e.g. {scheduling.MANY_QUEUES_SHAPE} (default {','.join(scheduling.SHAPES)}: YuniKorn's "
         "BenchmarkScheduling, then 10x10 queues with 1,000 apps on 1,000 nodes; --nodes and --asks apply to the first)",
+    )
+    sched.add_argument(
+        "--baseline",
+        type=_baseline,
+        metavar="DIR",
+        help="scheduling (many-queues shape) and scale: also run these workloads on the core of another checkout "
+        "(DIR/pyscheduler with its native module built, e.g. a git worktree of the previous commit), alternating, "
+        "and report this core's rate over it",
     )
     rest_group = parser.add_argument_group("rest")
     rest_group.add_argument(

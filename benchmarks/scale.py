@@ -26,11 +26,12 @@ import os
 import resource
 import statistics
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
-from benchmarks.machine import Progress, format_table
+from benchmarks.baseline import baseline_environment
+from benchmarks.machine import Progress, fmt_ratio, format_table
 from benchmarks.scheduling import (
     ASKS_PER_APP,
     SCALE_SHAPE,
@@ -80,11 +81,11 @@ def measure_worker(nodes: int, asks: int, timeout: float) -> dict[str, Any]:
     return result
 
 
-def run_worker(nodes: int, asks: int, timeout: float) -> dict[str, Any]:
-    """One run in a fresh Python process."""
+def run_worker(nodes: int, asks: int, timeout: float, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """One run in a fresh Python process (``env``: a baseline's, see ``benchmarks.baseline``)."""
     command = [sys.executable, "-m", "benchmarks.scale", "--worker", "--nodes", str(nodes), "--asks", str(asks),
                "--timeout", str(timeout)]
-    return run_json_worker(command, 2 * timeout + 600)  # the setup of 50,000 nodes takes a while too
+    return run_json_worker(command, 2 * timeout + 600, env)  # the setup of 50,000 nodes takes a while too
 
 
 @dataclass
@@ -94,17 +95,24 @@ class ScaleReport:
     asks: int
     runs: list[dict[str, Any]] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    #: ``--baseline DIR``: that core's runs, alternating with these in the same session.
+    baseline: str | None = None
+    baseline_runs: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def applications(self) -> int:
         return max(1, self.asks // ASKS_PER_APP)
 
-    def rates(self) -> list[float]:
-        return [run["rate"] for run in self.runs if not run["error"]]
+    def rates(self, baseline: bool = False) -> list[float]:
+        return [run["rate"] for run in (self.baseline_runs if baseline else self.runs) if not run["error"]]
 
-    def median_rate(self) -> float | None:
-        rates = self.rates()
+    def median_rate(self, baseline: bool = False) -> float | None:
+        rates = self.rates(baseline)
         return statistics.median(rates) if rates else None
+
+    def baseline_ratio(self) -> float | None:
+        now, then = self.median_rate(), self.median_rate(baseline=True)
+        return now / then if now and then else None
 
     def per_item(self) -> dict[str, float | None]:
         """Median resident bytes per node, application, pending ask and allocation."""
@@ -124,6 +132,7 @@ class ScaleReport:
         data = asdict(self)
         peak = self.peak()
         data.update(median_rate=self.median_rate(), per_item=self.per_item(), peak_resident=peak,
+                    baseline_median_rate=self.median_rate(baseline=True), baseline_ratio=self.baseline_ratio(),
                     rate_target_met=_met(self.median_rate(), TARGET_RATE),
                     memory_target_met=None if peak is None else peak < TARGET_RESIDENT)
         return data
@@ -136,22 +145,30 @@ def _met(value: float | None, target: float) -> bool | None:
     return None if value is None else value >= target
 
 
-def run(*, quick: bool = False, repeats: int | None = None, progress: Callable[[str], None] | None = None) -> ScaleReport:
+def run(*, quick: bool = False, repeats: int | None = None, baseline: str | None = None,
+        progress: Callable[[str], None] | None = None) -> ScaleReport:
+    """``repeats`` runs (default 3, --quick 1); with ``baseline`` (a directory, see
+    ``benchmarks.baseline``) each run is preceded by one of the baseline's core."""
     if progress is None:
         progress = Progress()
     nodes, asks = (QUICK_NODES, QUICK_ASKS) if quick else (NODES, ASKS)
-    report = ScaleReport(quick=quick, nodes=nodes, asks=asks)
+    report = ScaleReport(quick=quick, nodes=nodes, asks=asks, baseline=baseline)
+    sides: list[tuple[str, dict[str, str] | None, list[dict[str, Any]]]] = [("", None, report.runs)]
+    if baseline is not None:
+        sides.insert(0, ("baseline ", baseline_environment(baseline), report.baseline_runs))
     count = repeats or (1 if quick else REPEATS)
     for repeat in range(count):
-        progress(f"scale: {nodes:,} nodes, {asks:,} asks, {SCALE_TREE.leaves:,} leaves, run {repeat + 1} of {count}")
-        try:
-            result = run_worker(nodes, asks, case_timeout(asks))
-        except Exception as exc:  # one broken run must not hide the others
-            report.failures.append(f"scale run {repeat + 1}: {type(exc).__name__}: {exc}")
-            continue
-        if result["error"]:
-            report.failures.append(f"scale run {repeat + 1}: {result['error']}")
-        report.runs.append(result)
+        for label, env, runs in sides:
+            progress(f"scale: {label}{nodes:,} nodes, {asks:,} asks, {SCALE_TREE.leaves:,} leaves, "
+                     f"run {repeat + 1} of {count}")
+            try:
+                result = run_worker(nodes, asks, case_timeout(asks), env)
+            except Exception as exc:  # one broken run must not hide the others
+                report.failures.append(f"scale {label}run {repeat + 1}: {type(exc).__name__}: {exc}")
+                continue
+            if result["error"]:
+                report.failures.append(f"scale {label}run {repeat + 1}: {result['error']}")
+            runs.append(result)
     return report
 
 
@@ -171,6 +188,11 @@ def format_report(report: ScaleReport) -> str:
         ["peak resident set of the whole process", "-" if peak is None else f"{peak / (1 << 20):,.0f} MiB",
          f"< 1 GiB: {_verdict(None if peak is None else peak < TARGET_RESIDENT)}"],
     ]
+    if report.baseline is not None:
+        then = report.median_rate(baseline=True)
+        rows.insert(1, [f"baseline ({report.baseline}) allocations/s, alternating runs",
+                        "-" if then is None else f"{then:,.0f} (runs: {', '.join(f'{r:,.0f}' for r in report.rates(True))})",
+                        f"this core / baseline: {fmt_ratio(report.baseline_ratio())}"])
     parts = [
         "## Scale shape (issue 17)",
         "",

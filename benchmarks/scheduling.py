@@ -52,10 +52,11 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from benchmarks.baseline import baseline_environment
 from benchmarks.machine import Progress, fmt_ratio, format_table
 
 DEFAULT_NODES: Final = (500, 1_000, 2_000, 5_000)
@@ -508,6 +509,8 @@ class CaseResult:
     events_dropped: int | None = None
     samples: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    #: The --baseline directory whose core ran this case (None: this checkout's core).
+    baseline: str | None = None
 
 
 @dataclass
@@ -526,11 +529,14 @@ class SchedulingReport:
     target: str = f">= {TARGET_RATE:,.0f} allocations/s at {TARGET_NODES:,} nodes, events on (threaded, native)"
     target_met: dict[str, bool] = field(default_factory=dict)
     failures: list[str] = field(default_factory=list)
+    #: --baseline: the many-queues case on the baseline's core and on this one, alternating.
+    baseline_pair: list[CaseResult] = field(default_factory=list)
 
     def case(self, policy: str, nodes: int, ordering: str, shape: str = YUNIKORN_SHAPE) -> CaseResult | None:
         """The measured case, if any."""
         for case in self.cases:
-            if (case.shape, case.policy, case.nodes, case.ordering) == (shape, policy, nodes, ordering):
+            if (case.shape, case.policy, case.nodes, case.ordering) == (shape, policy, nodes, ordering) \
+                    and case.baseline is None:
                 return case
         return None
 
@@ -550,21 +556,24 @@ class SchedulingReport:
 
 
 def run_worker(policy: str, nodes: int, asks: int, ordering: str, timeout: float,
-               shape: str = YUNIKORN_SHAPE) -> dict[str, Any]:
-    """Runs one case in a fresh Python process and returns its :func:`measure_case` result."""
+               shape: str = YUNIKORN_SHAPE, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Runs one case in a fresh Python process and returns its :func:`measure_case` result
+    (``env``: a baseline's, see ``benchmarks.baseline``)."""
     command = [
         sys.executable, "-m", "benchmarks.scheduling", "--worker",
         "--policy", policy, "--nodes", str(nodes), "--asks", str(asks), "--ordering", ordering,
         "--timeout", str(timeout), "--shape", shape,
     ]
     # Setup, two timed runs and their flushes: bounded well above what they should take.
-    return run_json_worker(command, 4 * timeout + 120)
+    return run_json_worker(command, 4 * timeout + 120, env)
 
 
-def run_json_worker(command: Sequence[str], timeout: float) -> dict[str, Any]:
-    """Runs a worker process (bounded by ``timeout`` seconds) and returns the JSON object of its
-    last output line; RuntimeError with the end of its stderr when it fails."""
-    done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout, check=False)
+def run_json_worker(command: Sequence[str], timeout: float, env: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Runs a worker process (bounded by ``timeout`` seconds; ``env``: its environment, e.g. a
+    baseline's, see ``benchmarks.baseline``) and returns the JSON object of its last output line;
+    RuntimeError with the end of its stderr when it fails."""
+    done = subprocess.run(list(command), capture_output=True, text=True, timeout=timeout, check=False,
+                          env=None if env is None else dict(env))
     lines = done.stdout.strip().splitlines()
     if done.returncode != 0 or not lines:
         tail = " | ".join(done.stderr.strip().splitlines()[-3:])
@@ -631,6 +640,31 @@ def measure(
         else:
             sample = measure_case(policy, nodes, asks, ordering == "native", timeout, shape)
         case.samples.append(sample)
+    _summarise(case)
+    return case
+
+
+def measure_against_baseline(policy: str, nodes: int, asks: int, repeats: int, shape: str,
+                             baseline: str) -> tuple[CaseResult, CaseResult]:
+    """One case (native ordering) on the baseline's core and on this one, alternating fresh
+    subprocesses ``repeats`` times (the baseline first each time): (baseline, this)."""
+    env = baseline_environment(baseline)
+    then = CaseResult(policy=policy, nodes=nodes, asks=asks, ordering="native", shape=shape, baseline=baseline)
+    now = CaseResult(policy=policy, nodes=nodes, asks=asks, ordering="native", shape=shape)
+    timeout = case_timeout(asks)
+    for _ in range(repeats):
+        for case, side_env in ((then, env), (now, None)):
+            try:
+                case.samples.append(run_worker(policy, nodes, asks, "native", timeout, shape, side_env))
+            except Exception as exc:  # reported with the case, the other side still runs
+                case.error = f"{type(exc).__name__}: {exc}"
+    for case in (then, now):
+        _summarise(case)
+    return then, now
+
+
+def _summarise(case: CaseResult) -> None:
+    """The case's medians and errors from its samples."""
     threaded = _median_sample(case.samples, "threaded")
     lockstep = _median_sample(case.samples, "lockstep")
     if threaded is not None:
@@ -640,8 +674,7 @@ def measure(
         case.lockstep_rate, case.lockstep_seconds = lockstep["rate"], lockstep["seconds"]
     errors = sorted({r["error"] for s in case.samples for r in s.values() if r["error"]})
     if errors:
-        case.error = "; ".join(errors)
-    return case
+        case.error = "; ".join([*([case.error] if case.error else []), *errors])
 
 
 def run(
@@ -655,6 +688,7 @@ def run(
     shapes: Sequence[str] = SHAPES,
     many_nodes: int = MANY_NODES,
     many_asks: int = MANY_ASKS,
+    baseline: str | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> SchedulingReport:
     """Runs every case of the selected shapes and returns the report: the YuniKorn shape for
@@ -678,6 +712,13 @@ def run(
     if MANY_QUEUES_SHAPE in shapes:
         for ordering in orderings:
             _measure_into(report, MANY_QUEUES_SHAPE, MANY_POLICY, many_nodes, many_asks, ordering, isolate, progress)
+        if baseline is not None:
+            progress(f"scheduling ({MANY_QUEUES_SHAPE}): this core against the baseline {baseline}, x{repeats}")
+            pair = measure_against_baseline(MANY_POLICY, many_nodes, many_asks, repeats, MANY_QUEUES_SHAPE, baseline)
+            for case in pair:
+                if case.error:
+                    report.failures.append(f"{MANY_QUEUES_SHAPE}/{'baseline' if case.baseline else 'this'}: {case.error}")
+            report.baseline_pair = list(pair)
     for policy in policies:
         case = report.case(policy, TARGET_NODES, "native")
         if case is not None and case.threaded_rate is not None:
@@ -800,6 +841,16 @@ def _format_many_queues(report: SchedulingReport) -> str:
         ]
         for case in report.shape_cases(MANY_QUEUES_SHAPE)
     ]
+    baseline_lines: list[str] = []
+    if report.baseline_pair:
+        then, now = report.baseline_pair
+        baseline_lines = [
+            "",
+            f"Against the baseline {then.baseline} (same workload code, that core; native ordering, alternating fresh "
+            f"subprocesses, median of {report.repeats}): threaded {_rate(then.threaded_rate)} -> {_rate(now.threaded_rate)}"
+            f"/s ({_ratio(now.threaded_rate, then.threaded_rate)}), lockstep {_rate(then.lockstep_rate)} -> "
+            f"{_rate(now.lockstep_rate)}/s ({_ratio(now.lockstep_rate, then.lockstep_rate)}).",
+        ]
     leaves = MANY_TREE.leaves
     return "\n".join([
         "## Scheduling throughput, many queues and applications",
@@ -814,6 +865,7 @@ def _format_many_queues(report: SchedulingReport) -> str:
             rows,
             align="llrrrrrr",
         ),
+        *baseline_lines,
     ])
 
 

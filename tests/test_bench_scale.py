@@ -28,3 +28,35 @@ def test_quick_run_reports_rate_and_memory(tmp_path: Path) -> None:
     assert report["median_rate"] > 0 and report["peak_resident"] >= run["resident"]["asks"]
     # Nodes, applications and asks each take memory (a measurement that read nothing would be 0).
     assert all(report["per_item"][step] > 0 for step in ("nodes", "applications", "asks"))
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_a_baseline_core_runs_alternating_and_gives_a_ratio(tmp_path: Path) -> None:
+    # This checkout is its own baseline here (a built core); the report has both sides and a ratio.
+    out = tmp_path / "scale.json"
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "scale", "--quick", "--baseline", str(ROOT),
+                           "--json", str(out)], capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "this core / baseline" in done.stdout
+    report = json.loads(out.read_text(encoding="utf-8"))["results"]["scale"]
+    assert len(report["baseline_runs"]) == len(report["runs"]) == 1
+    assert report["baseline_runs"][0]["allocations"] == scale.QUICK_ASKS
+    assert report["baseline_ratio"] > 0
+
+
+def test_the_scheduling_benchmark_compares_many_queues_with_a_baseline() -> None:
+    done = subprocess.run([sys.executable, "-m", "benchmarks", "scheduling", "--quick", "--shapes", "many-queues",
+                           "--baseline", str(ROOT)], capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"Against the baseline {ROOT}" in done.stdout
+
+
+def test_a_baseline_without_a_built_core_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "pyscheduler").mkdir()
+    (tmp_path / "pyscheduler" / "__init__.py").write_text("")
+    for directory, says in ((tmp_path / "nothing", "no pyscheduler package"), (tmp_path, "no built native module")):
+        done = subprocess.run([sys.executable, "-m", "benchmarks", "scale", "--quick", "--baseline", str(directory)],
+                              capture_output=True, text=True, timeout=60, check=False)
+        assert done.returncode == 2 and says in done.stderr, done.stderr
