@@ -139,12 +139,18 @@ class Node:
         for listener in self._listeners:
             listener(self)
 
+    def _refresh_available(self) -> None:
+        """available = total - allocated - occupied, after any of them changed (most nodes have
+        nothing occupied: one subtraction then, with the same result)."""
+        available = self._total - self._allocated
+        self._available = available - self._occupied if self._occupied else available
+
     def add_allocation(self, alloc: Allocation) -> None:
         if CHECK_LOCKS:
             check_held(self.graph_lock, f"node {self.node_id}")
         self.allocations[alloc.allocation_key] = alloc
         self._allocated = self._allocated + alloc.resource
-        self._available = self._total - self._allocated - self._occupied
+        self._refresh_available()
         self._events.allocation_added(self.node_id, alloc.allocation_key, alloc.resource)
         self._changed()
 
@@ -155,7 +161,7 @@ class Node:
         if alloc is None:
             return None
         self._allocated = self._allocated - alloc.resource
-        self._available = self._total - self._allocated - self._occupied
+        self._refresh_available()
         self._events.allocation_removed(self.node_id, allocation_key, alloc.resource)
         self._changed()
         return alloc
@@ -168,7 +174,7 @@ class Node:
         if allocation_key not in self.allocations:
             return
         self._allocated = self._allocated + delta
-        self._available = self._total - self._allocated - self._occupied
+        self._refresh_available()
         self._changed()
 
     def set_capacity(self, capacity: Resource) -> Resource:
@@ -180,7 +186,7 @@ class Node:
         if delta.is_zero():
             return delta
         self._total = capacity
-        self._available = self._total - self._allocated - self._occupied
+        self._refresh_available()
         self._events.capacity(self.node_id, capacity)
         self._changed()
         return delta
@@ -191,7 +197,7 @@ class Node:
         if occupied == self._occupied:
             return
         self._occupied = occupied
-        self._available = self._total - self._allocated - self._occupied
+        self._refresh_available()
         self._events.occupied(self.node_id, occupied)
         self._changed()
 
