@@ -1,67 +1,51 @@
-"""Optimisations change no decision (issue 17): a lockstep simulation of a random workload with
-many queues under parents, run with an optimisation and with it turned off, makes exactly the
-same allocations (each ask on the same node, in the same order). One test per optimisation that
-can be turned off; a remembered value is checked against what it remembers."""
+"""Optimisations change no decision (issue 17).
+
+- Against the start of the issue: ``tests/data/issue17_decisions.json.gz`` holds every allocation
+  (key, node, in order) that the core at the start of issue 17 (e5b4b6d~1) made on the workloads
+  of ``decision_sequences`` (random simulated ones with releases and priorities, the benchmarks'
+  shapes small); today's core must make exactly the same. Every optimisation since is thus
+  checked against the code before any of them.
+- One optimisation at a time, where it can be turned off: the kept child order against every
+  parent's children sorted afresh on every read (the oracle, ``FairQueueSorter``).
+- A remembered value is checked against what it remembers.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from decision_sequences import BENCHMARKED, SIMULATED, benchmarked, read, simulated
 from hypothesis import given
 from hypothesis import strategies as st
 
-from benchmarks import scheduling
 from pyscheduler.common.resources import Resource
 from pyscheduler.objects.queue import Queue
 from pyscheduler.policies.sorting import ChildOrder, FairQueueSorter
-from pyscheduler.si import messages as si
-from pyscheduler.sim import SimulatedRM, WorkloadSpec
 
-#: 12 leaves under 3 parents, loaded so that asks wait for releases and queues take turns.
-MANY_QUEUES = {
-    "seed": 11,
-    "nodes": {"count": 12, "memory": "16Gi", "vcore": 8},
-    "queues": {f"p{p}.l{leaf}": 1 + (p + leaf) % 3 for p in range(3) for leaf in range(4)},
-    "applications": {
-        "count": 60,
-        "asks": [2, 12],
-        "memory": ["256Mi", "3Gi"],
-        "vcore": ["250m", "2"],
-        "priority": [0, 3],
-        "run_time": [1, 8],
-    },
-    "arrival": {"pattern": "poisson", "rate": 6},
-}
+RECORDED = Path(__file__).resolve().parent / "data" / "issue17_decisions.json.gz"
 
 
-#: The scale shape's tree in small (issue 17): 200 leaves under 20 parents, most of them idle at
-#: any time, on a loaded cluster.
-SCALE_LIKE = {
-    **MANY_QUEUES,
-    "seed": 17,
-    "nodes": {"count": 16, "memory": "16Gi", "vcore": 8},
-    "queues": {f"p{p}.l{leaf}": 1 + (3 * p + leaf) % 4 for p in range(20) for leaf in range(10)},
-    "applications": {**MANY_QUEUES["applications"], "count": 90},  # type: ignore[dict-item]
-    "arrival": {"pattern": "poisson", "rate": 8},
-}
-WORKLOADS = {"many-queues": MANY_QUEUES, "scale-like": SCALE_LIKE}
+@pytest.fixture(scope="module")
+def recorded() -> dict[str, list[tuple[str, str]]]:
+    return read(RECORDED)
 
 
-def _decisions(policy: str, workload: str = "many-queues") -> list[tuple[str, str]]:
-    """(allocation key, node) of every allocation, in the order the core made them."""
-    rm = SimulatedRM(WorkloadSpec.from_mapping(WORKLOADS[workload]).generate(), policy=policy, mode="lockstep")
-    seen: list[tuple[str, str]] = []
-    callback = rm.update_allocation
+@pytest.mark.parametrize(("workload", "policy"), SIMULATED)
+def test_simulated_workloads_decide_as_at_the_start_of_the_issue(
+        workload: str, policy: str, recorded: dict[str, list[tuple[str, str]]]) -> None:
+    expected = recorded[f"sim {workload} {policy}"]
+    assert len(expected) > 300
+    assert simulated(policy, workload) == expected
 
-    def spy(response: si.AllocationResponse) -> None:
-        seen.extend((a.allocation_key, a.node_id) for a in response.new)
-        callback(response)
 
-    rm.update_allocation = spy  # type: ignore[method-assign]
-    record = rm.run(timeout=60)
-    assert record.completed, record.problems
-    return seen
+@pytest.mark.parametrize(("shape", "policy", "nodes", "asks"), BENCHMARKED)
+def test_benchmark_shapes_decide_as_at_the_start_of_the_issue(
+        shape: str, policy: str, nodes: int, asks: int, recorded: dict[str, list[tuple[str, str]]]) -> None:
+    expected = recorded[f"bench {shape} {policy} {nodes} nodes {asks} asks"]
+    assert len(expected) == asks
+    assert benchmarked(shape, policy, nodes, asks) == expected
 
 
 @pytest.fixture
@@ -76,47 +60,19 @@ def without_child_order(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     yield
 
 
-@pytest.mark.parametrize(("policy", "workload"), [("fair", "many-queues"), ("binpacking", "many-queues"),
-                                                  ("fair", "scale-like")])
+@pytest.mark.parametrize(("workload", "policy"), SIMULATED)
 def test_the_kept_child_order_changes_no_decision(policy: str, workload: str, request: pytest.FixtureRequest) -> None:
-    kept = _decisions(policy, workload)
+    kept = simulated(policy, workload)
     request.getfixturevalue("without_child_order")
-    afresh = _decisions(policy, workload)
-    nodes = WORKLOADS[workload]["nodes"]["count"]  # type: ignore[index]
-    assert len(kept) > 300 and len({node for _, node in kept}) == nodes
-    assert kept == afresh
+    assert simulated(policy, workload) == kept
 
 
-def _benchmark_decisions(shape: str, nodes: int, asks: int) -> list[tuple[str, str]]:
-    """The benchmark's own shape, small, scheduled in lockstep: every (key, node) in order."""
-    setup = scheduling.build("fair", nodes, asks, True, shape)
-    seen: list[tuple[str, str]] = []
-    count = setup.rm.update_allocation
-
-    def spy(response: si.AllocationResponse) -> None:
-        seen.extend((a.allocation_key, a.node_id) for a in response.new)
-        count(response)
-
-    setup.rm.update_allocation = spy  # type: ignore[method-assign]
-    try:
-        for _ in range(2 * asks):  # bounded: one allocation per cycle
-            if setup.rm.allocated >= asks or not setup.scheduler.schedule_once():
-                break
-    finally:
-        setup.proxy.stop()
-    assert len(seen) == asks
-    return seen
-
-
-@pytest.mark.parametrize(("shape", "nodes", "asks"), [
-    (scheduling.MANY_QUEUES_SHAPE, 100, 1_000),
-    (scheduling.SCALE_SHAPE, 300, 2_000),  # 1,000 leaves under 20 parents, 200 applications
-])
+@pytest.mark.parametrize(("shape", "policy", "nodes", "asks"), [b for b in BENCHMARKED if b[0] != "yunikorn"])
 def test_the_benchmark_shapes_decide_the_same_with_the_kept_child_order(
-        shape: str, nodes: int, asks: int, request: pytest.FixtureRequest) -> None:
-    kept = _benchmark_decisions(shape, nodes, asks)
+        shape: str, policy: str, nodes: int, asks: int, request: pytest.FixtureRequest) -> None:
+    kept = benchmarked(shape, policy, nodes, asks)
     request.getfixturevalue("without_child_order")
-    assert _benchmark_decisions(shape, nodes, asks) == kept
+    assert benchmarked(shape, policy, nodes, asks) == kept
 
 
 @given(st.dictionaries(st.sampled_from(["memory", "vcore", "pods", "gpu"]),
