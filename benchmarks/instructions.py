@@ -23,7 +23,7 @@ import sys
 from collections.abc import Mapping, Sequence
 
 from benchmarks.baseline import BaselineError, baseline_environment
-from benchmarks.scheduling import POLICIES, WORKER_SHAPES, build
+from benchmarks.scheduling import POLICIES, WORKER_SHAPES, allocate_in_lockstep, build
 
 _REFS = re.compile(r"I\s+refs:\s+([0-9,]+)")
 
@@ -32,15 +32,12 @@ def count_allocations(shape: str, policy: str, nodes: int, asks: int, allocation
     """In this process: build the shape, then make ``allocations`` allocations in lockstep."""
     setup = build(policy, nodes, asks, True, shape)
     gc.collect()
-    schedule_once = setup.scheduler.schedule_once
     try:
-        for _ in range(2 * allocations + 1):  # bounded: one allocation per cycle
-            if setup.rm.allocated >= allocations or not schedule_once():
-                break
+        made = allocate_in_lockstep(setup, allocations)
         setup.context.event_system.flush(30.0)
     finally:
         setup.proxy.stop()
-    return int(setup.rm.allocated)
+    return made
 
 
 def instructions(shape: str, policy: str, nodes: int, asks: int, allocations: int,

@@ -405,6 +405,16 @@ def build(policy: str, nodes: int, asks: int, native: bool, shape: str = YUNIKOR
     return Setup(context, proxy, rm, scheduler)
 
 
+def allocate_in_lockstep(setup: Setup, allocations: int) -> int:
+    """One ``schedule_once`` at a time until ``allocations`` allocations (bounded: one allocation
+    per cycle, so twice as many cycles at most); the allocations made."""
+    schedule_once = setup.scheduler.schedule_once
+    for _ in range(2 * allocations + 1):
+        if setup.rm.allocated >= allocations or not schedule_once():
+            break
+    return int(setup.rm.allocated)
+
+
 def _events_created(context: Any) -> tuple[int, int]:
     """(events created, events dropped) so far, after the pipeline has caught up."""
     context.event_system.flush(30.0)

@@ -87,9 +87,7 @@ def benchmarked(shape: str, policy: str, nodes: int, asks: int) -> Decisions:
 
     setup.rm.update_allocation = spy  # type: ignore[method-assign]
     try:
-        for _ in range(2 * asks):  # bounded: one allocation per cycle
-            if setup.rm.allocated >= asks or not setup.scheduler.schedule_once():
-                break
+        scheduling.allocate_in_lockstep(setup, asks)
     finally:
         setup.proxy.stop()
     assert len(seen) == asks

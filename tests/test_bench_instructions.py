@@ -8,13 +8,13 @@ import shutil
 import subprocess
 import sys
 
-import pytest
 
-
-@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind is not installed")
-def test_counts_instructions_per_allocation() -> None:
+def test_counts_instructions_per_allocation_or_says_valgrind_is_missing() -> None:
     done = subprocess.run([sys.executable, "-m", "benchmarks.instructions", "--nodes", "20", "--asks", "60"],
                           capture_output=True, text=True, timeout=300, check=False)
+    if shutil.which("valgrind") is None:  # a machine without valgrind: a clear refusal, not a crash
+        assert done.returncode == 2 and "valgrind is not installed" in done.stderr, done.stderr
+        return
     assert done.returncode == 0, done.stdout + done.stderr
     found = re.search(r"many-queues, fair, 20 nodes, 60 asks: ([0-9,]+) instructions per allocation", done.stdout)
     assert found is not None, done.stdout

@@ -26,6 +26,7 @@ from pyscheduler.common.errors import SchedulerValueError
 __all__ = [
     "MEMORY",
     "VCORE",
+    "NO_RESOURCE",
     "Resource",
     "ResourceError",
     "component_min_undef",
@@ -227,6 +228,11 @@ class Resource(Mapping[str, int]):
     def component_max(self, other: Mapping[str, int]) -> Resource:
         keys = set(self._q) | set(other)
         return Resource._of({k: max(self._q.get(k, 0), other.get(k, 0)) for k in keys})
+
+
+#: The empty resource. Resources are immutable, so every holder of "nothing yet" (a new
+#: application's usage, an idle node's occupied and allocated, a user's first usage) shares it.
+NO_RESOURCE: Final = Resource()
 
 
 def component_min_undef(a: Resource | None, b: Resource | None) -> Resource | None:

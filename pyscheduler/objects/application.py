@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from pyscheduler.common.clock import Clock
-from pyscheduler.common.resources import Resource
+from pyscheduler.common.resources import NO_RESOURCE, Resource
 from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation, ask_sort_key
 from pyscheduler.objects.application_state import (
@@ -41,10 +41,6 @@ __all__ = ["Application", "AppTimeouts", "StateUpdate", "RUNNING_STATES"]
 #: States in which an application counts as running for maxApplications: Running only, as in
 #: YuniKorn (an app withdrawn before it ever ran goes Accepted -> Completing without a slot).
 RUNNING_STATES = frozenset({AppState.RUNNING})
-
-
-#: The empty resource every application starts from (resources are immutable: shared).
-_NOTHING = Resource()
 
 
 @dataclass(frozen=True)
@@ -100,7 +96,7 @@ class Application:
         self._events = events
         self._notify = notify
         self.timeouts = timeouts or AppTimeouts()
-        self.placeholder_ask = placeholder_ask or _NOTHING
+        self.placeholder_ask = placeholder_ask or NO_RESOURCE
         self.execution_timeout_ms = execution_timeout_ms
         self.gang_style = GangStyle.parse(gang_style)
         #: Gang scheduling (pyscheduler.objects.placeholders): the task groups by name, the
@@ -108,7 +104,7 @@ class Application:
         #: fires (monotonic seconds; set at the first placeholder allocation while Accepted).
         self.placeholder_timeout_ns = placeholder_timeout_ns(execution_timeout_ms, tags, clock.now_ns())
         self.placeholder_data: dict[str, PlaceholderData] = {}
-        self.allocated_placeholder = _NOTHING
+        self.allocated_placeholder = NO_RESOURCE
         self._placeholder_deadline: float | None = None
         #: Told whenever the application may have become ready for placeholder replacement or
         #: stopped being ready (the partition keeps the set the cycle looks at).
@@ -129,11 +125,11 @@ class Application:
         self._ordered: list[tuple[tuple[int, int, str], Allocation]] = []
         self.allocations: dict[str, Allocation] = {}
         # Resources are immutable: every application starts from the one empty resource.
-        self.pending = _NOTHING
-        self.allocated = _NOTHING
+        self.pending = NO_RESOURCE
+        self.allocated = NO_RESOURCE
         #: The peak of ``allocated`` per type, as of the last time it went down (the current
         #: value may be higher: see :meth:`max_allocated`). Kept off the allocation path.
-        self._peak_before_decrease = _NOTHING
+        self._peak_before_decrease = NO_RESOURCE
         #: Resource-seconds of ended allocations per instance type (REST ``resourceHistory``).
         self.used_history = TrackedResource()
         self.placeholder_history = TrackedResource()

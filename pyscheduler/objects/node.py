@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping
 
-from pyscheduler.common.resources import Resource
+from pyscheduler.common.resources import NO_RESOURCE, Resource
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import NodeEvents
@@ -23,7 +23,6 @@ NODE_PARTITION = "si/node-partition"
 INSTANCE_TYPE = "si/instance-type"
 
 NodeListener = Callable[["Node"], None]
-_NOTHING = Resource()
 
 
 class Node:
@@ -56,8 +55,8 @@ class Node:
         self._total = capacity.pruned()
         # Resources are immutable: an idle node shares the empty ones, and its available is its
         # total (a 50,000-node cluster keeps three fewer dicts per node).
-        self._occupied = occupied or _NOTHING
-        self._allocated = _NOTHING
+        self._occupied = occupied or NO_RESOURCE
+        self._allocated = NO_RESOURCE
         #: total - allocated - occupied, kept with them (read on every change by the node index
         #: and by every fit check).
         self._available = self._total - self._occupied if self._occupied else self._total

@@ -56,7 +56,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pyscheduler.common.resources import Resource, component_min_undef
+from pyscheduler.common.resources import NO_RESOURCE, Resource, component_min_undef
 from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import UserGroupEvents
 
@@ -67,7 +67,6 @@ WILDCARD = "*"
 
 _ROOT = "root"
 _DOT = "."
-_EMPTY = Resource()
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +130,7 @@ class _QueueUsage:
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self.usage = _EMPTY
+        self.usage = NO_RESOURCE
         self.apps: set[str] = set()
         self.children: dict[str, _QueueUsage] = {}
 
@@ -211,7 +210,7 @@ class _AppUsage:
         self.queue_path = queue_path
         self.levels = _levels(queue_path)
         self.group = group
-        self.usage = _EMPTY
+        self.usage = NO_RESOURCE
 
 
 class UserGroupManager:
@@ -380,7 +379,7 @@ class UserGroupManager:
             if limit is None or limit.max_resources is None:
                 continue
             node = tracker.node(path) if tracker is not None else None
-            used = node.usage if node is not None else _EMPTY
+            used = node.usage if node is not None else NO_RESOURCE
             here = limit.max_resources.room_above(used)
             room = component_min_undef(room, here)
         return room
@@ -575,7 +574,7 @@ class UserGroupManager:
             for owner in owners:
                 tree = expected.setdefault(owner, {})
                 for path in app.levels:
-                    used, apps = tree.get(path, (_EMPTY, set()))
+                    used, apps = tree.get(path, (NO_RESOURCE, set()))
                     tree[path] = (used + app.usage, apps | {app_id})
             user_tracker = self._users.get(app.user)
             if user_tracker is None or app_id not in user_tracker.apps:
@@ -609,7 +608,7 @@ class UserGroupManager:
 
 def _usage_at(tracker: _Tracker | None, queue_path: str) -> Resource:
     node = tracker.node(queue_path) if tracker is not None else None
-    return node.usage if node is not None else _EMPTY
+    return node.usage if node is not None else NO_RESOURCE
 
 
 def _require(queue_path: str, app_id: str, user: str) -> None:

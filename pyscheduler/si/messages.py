@@ -36,7 +36,7 @@ from enum import IntEnum, unique
 from types import MappingProxyType
 from typing import Final
 
-from pyscheduler.common.resources import Resource
+from pyscheduler.common.resources import NO_RESOURCE, Resource
 
 __all__ = [
     # enums
@@ -216,7 +216,6 @@ class ContainerSchedulingState(IntEnum):
 # -- coercion helpers ------------------------------------------------------------------------------
 
 _EMPTY_MAP: Mapping[str, str] = MappingProxyType({})
-_EMPTY_RESOURCE: Final = Resource()
 
 
 def _empty_map() -> Mapping[str, str]:
@@ -357,7 +356,7 @@ class Allocation:
     # The key the RM and the core share for this ask/allocation (the pod UID in K8s).
     allocation_key: str = ""
     allocation_tags: Mapping[str, str] = field(default_factory=_empty_map, hash=False)
-    resource_per_alloc: Resource = _EMPTY_RESOURCE
+    resource_per_alloc: Resource = NO_RESOURCE
     # int32 in the SI; higher is more important; negative values are valid.
     priority: int = 0
     node_id: str = ""
