@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyscheduler.common.resources import Resource
+from pyscheduler.common.resources import Resource, transferred
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 quantities = st.dictionaries(st.sampled_from(["memory", "vcore", "pods", "nvidia.com/gpu"]),
@@ -35,3 +35,16 @@ def test_room_above_a_maximum_is_per_named_type(maximum: dict[str, int], used: d
     """A maximum's room over usage: only the maximum's types (others stay unlimited), saturated."""
     room = Resource(maximum).room_above(Resource(used))
     assert room.to_dict() == {k: max(INT64_MIN, min(INT64_MAX, v - used.get(k, 0))) for k, v in maximum.items()}
+
+
+@given(quantities, quantities, quantities)
+def test_a_transfer_is_the_difference_and_the_sum(source: dict[str, int], target: dict[str, int],
+                                                   amount: dict[str, int]) -> None:
+    """An allocated ask leaving pending for allocated in one pass: exactly ``source - amount``
+    and ``target + amount`` (saturated alike), the operands unchanged."""
+    left, right, moved = Resource(source), Resource(target), Resource(amount)
+    taken, given_to = transferred(left, right, moved)
+    assert taken.to_dict() == oracle(source, amount, -1) == (left - moved).to_dict()
+    assert given_to.to_dict() == oracle(target, amount, 1) == (right + moved).to_dict()
+    assert taken.strictly_greater_than_zero() is (left - moved).strictly_greater_than_zero()
+    assert left.to_dict() == source and right.to_dict() == target and moved.to_dict() == amount

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
 from pyscheduler.common.clock import Clock
-from pyscheduler.common.resources import NO_RESOURCE, Resource
+from pyscheduler.common.resources import NO_RESOURCE, Resource, transferred
 from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation, ask_sort_key
 from pyscheduler.objects.application_state import (
@@ -330,8 +330,7 @@ class Application:
             self._unindex_ask(ask)
         ask.place(node_id, self._clock.now_ns(), instance_type)
         self.allocations[ask.allocation_key] = ask
-        self.pending = self.pending - ask.resource
-        self.allocated = self.allocated + ask.resource
+        self.pending, self.allocated = transferred(self.pending, self.allocated, ask.resource)
         after = self._fifo_keys()
         self.queue.pending_allocated(ask.resource)
         self._report_to_queue(before, after)

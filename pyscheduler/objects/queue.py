@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pyscheduler.common.resources import Resource, component_min_undef
+from pyscheduler.common.resources import Resource, component_min_undef, transferred
 from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import QueueEvents
 from pyscheduler.policies.sorting import ChildOrder
@@ -436,8 +436,7 @@ class Queue:
             check_held(self.graph_lock, f"queue {self.path}")
         queue: Queue | None = self
         while queue is not None:
-            queue.pending = queue.pending - resource
-            queue.allocated = queue.allocated + resource
+            queue.pending, queue.allocated = transferred(queue.pending, queue.allocated, resource)
             parent = queue.parent
             if parent is not None:
                 parent.child_order.stale.add(queue)
