@@ -179,6 +179,26 @@ def test_map_fields_are_read_only_copies() -> None:
         reg.extra_config["c"] = "e"  # type: ignore[index]
 
 
+def test_the_cores_allocation_message_is_the_constructors() -> None:
+    """Allocation.placed (the core's fast path, one message per allocation) sets every field as
+    the keyword constructor does: tags a read-only copy, the other fields at their defaults."""
+    tags = {"pyscheduler.io/role": "worker"}
+    resource = Resource({"memory": 5, "vcore": 1})
+    fast = Allocation.placed("key-1", tags, resource, -3, "node-1", "app-1", "default", "group-a", True)
+    slow = Allocation(allocation_key="key-1", allocation_tags=tags, resource_per_alloc=resource, priority=-3,
+                      node_id="node-1", application_id="app-1", partition_name="default",
+                      task_group_name="group-a", placeholder=True)
+    assert fast == slow and hash(fast) == hash(slow)
+    assert all(getattr(fast, f.name) == getattr(slow, f.name) for f in dataclasses.fields(Allocation))
+    tags["pyscheduler.io/role"] = "changed"
+    assert dict(fast.allocation_tags) == {"pyscheduler.io/role": "worker"}
+    with pytest.raises(TypeError):
+        fast.allocation_tags["k"] = "w"  # type: ignore[index]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.node_id = "other"  # type: ignore[misc]
+    assert Allocation.placed("k", {}, resource, 0, "n", "a", "p", "", False).allocation_tags == {}
+
+
 def test_messages_compare_by_value_and_hash() -> None:
     a1 = Allocation(allocation_key="a", allocation_tags={"t": "1"}, resource_per_alloc={"memory": 5})
     a2 = Allocation(allocation_key="a", allocation_tags={"t": "1"}, resource_per_alloc=Resource({"memory": 5}))

@@ -520,16 +520,16 @@ class ClusterContext:
 
     @staticmethod
     def _si_allocation(partition: Partition, alloc: Allocation) -> si.Allocation:
-        return si.Allocation(
-            allocation_key=alloc.allocation_key,
-            allocation_tags=alloc.tags,  # copied by the message
-            resource_per_alloc=alloc.resource,
-            priority=alloc.priority,
-            node_id=alloc.node_id,
-            application_id=alloc.application_id,
-            partition_name=external_name(partition.name),
-            task_group_name=alloc.task_group_name,
-            placeholder=alloc.placeholder,
+        return si.Allocation.placed(
+            alloc.allocation_key,
+            alloc.tags,  # copied by the message
+            alloc.resource,
+            alloc.priority,
+            alloc.node_id,
+            alloc.application_id,
+            external_name(partition.name),
+            alloc.task_group_name,
+            alloc.placeholder,
         )
 
     # -- timers --------------------------------------------------------------------------------------
