@@ -197,6 +197,8 @@ def test_the_cores_allocation_message_is_the_constructors() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         fast.node_id = "other"  # type: ignore[misc]
     assert Allocation.placed("k", {}, resource, 0, "n", "a", "p", "", False).allocation_tags == {}
+    response = AllocationResponse.of_new((fast,))
+    assert response == AllocationResponse(new=[slow]) and response.released == () == response.rejected_allocations
 
 
 def test_messages_compare_by_value_and_hash() -> None:

@@ -592,7 +592,7 @@ class ClusterContext:
                 self._callback(rm, "update_application", si.ApplicationResponse(updated=updated))
             if allocated:
                 new = tuple(self._si_allocation(partition, a) for a in allocated)
-                self._callback(rm, "update_allocation", si.AllocationResponse(new=new))
+                self._callback(rm, "update_allocation", si.AllocationResponse.of_new(new))
             if released:
                 self._callback(
                     rm,
