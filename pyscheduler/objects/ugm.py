@@ -123,6 +123,13 @@ def _levels(queue_path: str) -> tuple[str, ...]:
     return tuple(_DOT.join(parts[: i + 1]) for i in range(len(parts)))
 
 
+@functools.lru_cache(maxsize=4096)
+def _steps(queue_path: str) -> tuple[tuple[str, str], ...]:
+    """The levels below the root as (path, name): a tracker walks them from its root on every
+    usage change (``root.a.b`` -> ``(("root.a", "a"), ("root.a.b", "b"))``)."""
+    return tuple((path, path.rsplit(_DOT, 1)[1]) for path in _levels(queue_path)[1:])
+
+
 class _QueueUsage:
     """One level of a tracker tree."""
 
@@ -165,12 +172,12 @@ class _Tracker:
             node = node.children.get(part)
         return node
 
-    def add(self, levels: Sequence[str], app_id: str, delta: Resource) -> None:
+    def add(self, steps: Sequence[tuple[str, str]], app_id: str, delta: Resource) -> None:
+        """Adds ``delta`` on every level of ``steps`` (:func:`_steps`), creating missing levels."""
         node = self.root
         node.usage += delta
         node.apps.add(app_id)
-        for path in levels[1:]:
-            name = path.rsplit(_DOT, 1)[1]
+        for path, name in steps:
             child = node.children.get(name)
             if child is None:
                 child = node.children[name] = _QueueUsage(path)
@@ -178,11 +185,11 @@ class _Tracker:
             node.usage += delta
             node.apps.add(app_id)
 
-    def remove(self, levels: Sequence[str], app_id: str, delta: Resource, app_done: bool) -> None:
+    def remove(self, steps: Sequence[tuple[str, str]], app_id: str, delta: Resource, app_done: bool) -> None:
         """Takes ``delta`` off every level (creating none) and drops idle levels bottom-up."""
         trail = [self.root]
-        for path in levels[1:]:
-            child = trail[-1].children.get(path.rsplit(_DOT, 1)[1])
+        for _, name in steps:
+            child = trail[-1].children.get(name)
             if child is None:
                 break
             trail.append(child)
@@ -202,13 +209,14 @@ class _Tracker:
 class _AppUsage:
     """What the manager tracks for one application."""
 
-    __slots__ = ("user", "groups", "queue_path", "levels", "group", "usage")
+    __slots__ = ("user", "groups", "queue_path", "levels", "steps", "group", "usage")
 
     def __init__(self, user: str, groups: tuple[str, ...], queue_path: str, group: str | None) -> None:
         self.user = user
         self.groups = groups
         self.queue_path = queue_path
         self.levels = _levels(queue_path)
+        self.steps = _steps(queue_path)
         self.group = group
         self.usage = NO_RESOURCE
 
@@ -241,10 +249,10 @@ class UserGroupManager:
         else:
             _same_app(app, app_id, user, queue_path)
         app.usage += resource
-        self._users[user].add(app.levels, app_id, resource)
+        self._users[user].add(app.steps, app_id, resource)
         self._events.usage_added(user, queue_path, resource)
         if app.group is not None:
-            self._groups[app.group].add(app.levels, app_id, resource)
+            self._groups[app.group].add(app.steps, app_id, resource)
             self._events.usage_added(app.group, queue_path, resource, group=True)
 
     def decrease_usage(
@@ -287,7 +295,7 @@ class UserGroupManager:
         """The decrease itself; ``announce``: emit the usage events (the link event always goes)."""
         app.usage -= resource
         user_tracker = self._users[app.user]
-        user_tracker.remove(app.levels, app_id, resource, app_done)
+        user_tracker.remove(app.steps, app_id, resource, app_done)
         if announce:
             self._events.usage_removed(app.user, app.queue_path, resource)
         if app_done:
@@ -297,7 +305,7 @@ class UserGroupManager:
                 self._events.app_unlinked(app.group, app_id)
         if app.group is not None:
             group_tracker = self._groups[app.group]
-            group_tracker.remove(app.levels, app_id, resource, app_done)
+            group_tracker.remove(app.steps, app_id, resource, app_done)
             if app_done:
                 del group_tracker.apps[app_id]
             if announce:
@@ -476,7 +484,7 @@ class UserGroupManager:
                 continue
             old, new = app.group, self._select_group(app.groups, app.queue_path)
             old_tracker = self._groups[old]
-            old_tracker.remove(app.levels, app_id, app.usage, app_done=True)
+            old_tracker.remove(app.steps, app_id, app.usage, app_done=True)
             del old_tracker.apps[app_id]
             if not app.usage.is_zero():
                 self._events.usage_removed(old, app.queue_path, app.usage, group=True)
@@ -489,7 +497,7 @@ class UserGroupManager:
             new_tracker = self._tracker(self._groups, new, True)
             new_tracker.apps[app_id] = app.user
             self._events.app_linked(new, app_id)
-            new_tracker.add(app.levels, app_id, app.usage)
+            new_tracker.add(app.steps, app_id, app.usage)
             if not app.usage.is_zero():
                 self._events.usage_added(new, app.queue_path, app.usage, group=True)
 
