@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from pyscheduler.common.enums import member_table
 from pyscheduler.common.resources import Resource, go_string
-from pyscheduler.si.events import AddEvent
-from pyscheduler.si.events import EventChangeDetail as D
-from pyscheduler.si.events import EventChangeType as C
-from pyscheduler.si.events import EventRecordType as T
+from pyscheduler.si.events import AddEvent, EventChangeDetail, EventChangeType, EventRecordType
+
+# Member tables (common.enums): several events go out per allocation, each reading three members.
+T = member_table(EventRecordType)
+C = member_table(EventChangeType)
+D = member_table(EventChangeDetail)
 
 __all__ = ["AppEvents", "NodeEvents", "ObjectEvents", "QueueEvents", "UserGroupEvents"]
 
@@ -38,24 +41,24 @@ class AppEvents:
     def removed(self, app_id: str) -> None:
         self._add(T.APP, C.REMOVE, D.DETAILS_NONE, app_id)
 
-    def state_change(self, app_id: str, detail: D, message: str = "") -> None:
+    def state_change(self, app_id: str, detail: EventChangeDetail, message: str = "") -> None:
         """APP SET APP_ACCEPTED / RUNNING / COMPLETING / ... / REJECT / EXPIRED."""
         self._add(T.APP, C.SET, detail, app_id, "", message)
 
     def ask_added(self, app_id: str, allocation_key: str, resource: Res) -> None:
         self._add(T.APP, C.ADD, D.APP_REQUEST, app_id, allocation_key, "", resource)
 
-    def ask_removed(self, app_id: str, allocation_key: str, resource: Res, detail: D = D.REQUEST_CANCEL) -> None:
+    def ask_removed(self, app_id: str, allocation_key: str, resource: Res, detail: EventChangeDetail = D.REQUEST_CANCEL) -> None:
         self._add(T.APP, C.REMOVE, detail, app_id, allocation_key, "", resource)
 
     def allocation_added(self, app_id: str, allocation_key: str, resource: Res) -> None:
         self._add(T.APP, C.ADD, D.APP_ALLOC, app_id, allocation_key, "", resource)
 
-    def allocation_removed(self, app_id: str, allocation_key: str, resource: Res, detail: D) -> None:
+    def allocation_removed(self, app_id: str, allocation_key: str, resource: Res, detail: EventChangeDetail) -> None:
         """APP REMOVE ALLOC_CANCEL / ALLOC_PREEMPT / ALLOC_TIMEOUT / ALLOC_REPLACED / ALLOC_NODEREMOVED."""
         self._add(T.APP, C.REMOVE, detail, app_id, allocation_key, "", resource)
 
-    def runnable(self, app_id: str, detail: D, message: str = "") -> None:
+    def runnable(self, app_id: str, detail: EventChangeDetail, message: str = "") -> None:
         """APP_CANNOTRUN_QUEUE / APP_RUNNABLE_QUEUE / APP_CANNOTRUN_QUOTA / APP_RUNNABLE_QUOTA
         (change type NONE, left out on the wire)."""
         self._add(T.APP, C.NONE, detail, app_id, "", message)

@@ -35,6 +35,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
+from pyscheduler.common.enums import member_table
 from pyscheduler.common.gc_pause import collector_paused
 from pyscheduler.common.resources import Resource
 from pyscheduler.si.events import EventChangeDetail
@@ -82,6 +83,9 @@ HISTORY_TIMEOUT = "Left its history node after the placement timeout"
 USER_QUOTA = "Not enough user quota"
 #: Preemption attempts per leaf visit (YuniKorn's maxPreemptionsPerQueue).
 MAX_PREEMPTIONS_PER_LEAF = 10
+#: Member tables (common.enums) for the states the walk reads of every queue and application.
+ObjectStates = member_table(ObjectState)
+AppStates = member_table(AppState)
 #: The message of the victims' release (YuniKorn's, the ask's key appended).
 PREEMPTION_RELEASE = "preempting allocations to free up resources to run ask: "
 REQUIRED_NODE_PREEMPTION_RELEASE = "preempting allocations to free up resources to run daemon set ask: "
@@ -118,7 +122,7 @@ class SchedulingCycle:
         decisions = []
         for name in sorted(self.context.partitions):
             partition = self.context.partitions.get(name)
-            if partition is None or partition.state is ObjectState.STOPPED or not partition.nodes:
+            if partition is None or partition.state is ObjectStates.STOPPED or not partition.nodes:
                 continue
             self._preempted = False
             with partition.lock:
@@ -151,7 +155,7 @@ class SchedulingCycle:
             return self._try_leaf(partition, queue)
         # The children in fair order, kept by the queue between cycles (ChildOrder).
         for child in queue.child_order.ordered(queue, queue_shape_version()):
-            if child.state is ObjectState.STOPPED or not child.pending.strictly_greater_than_zero():
+            if child.state is ObjectStates.STOPPED or not child.pending.strictly_greater_than_zero():
                 continue
             decision = self._walk(partition, child)
             if decision is not None or self._preempted:
@@ -184,7 +188,7 @@ class SchedulingCycle:
     def _runnable(self, partition: Partition, queue: Queue, app: Application) -> bool:
         """maxApplications of the queue path and of the user/group limits, for apps that are
         not running yet; the 213-216 events report each change of the verdict."""
-        if app.state is not AppState.ACCEPTED:
+        if app.state is not AppStates.ACCEPTED:
             return True
         in_queue = queue.can_run_app()
         by_quota = partition.ugm.can_run_app(queue.path, app.app_id, app.user, app.groups)
