@@ -388,11 +388,12 @@ class Queue:
     def headroom(self) -> Resource | None:
         """Minimum over the path of ``max - allocated`` (None: unlimited; missing types too)."""
         result: Resource | None = None
-        for queue in self.ancestors():
-            maximum = queue.max_resource
-            if maximum is None:
-                continue
-            result = component_min_undef(result, maximum.room_above(queue.allocated))
+        queue: Queue | None = self
+        while queue is not None:  # asked on every try of an application: no generator
+            maximum = queue._settings.max_resource
+            if maximum is not None:
+                result = component_min_undef(result, maximum.room_above(queue.allocated))
+            queue = queue.parent
         return result
 
     def fits(self, resource: Resource) -> bool:
