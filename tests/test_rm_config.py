@@ -292,6 +292,20 @@ def test_reload_changes_node_sort_policy(world: World) -> None:
     assert world.partition().node_sort_policy == "binpacking"
 
 
+def test_reload_changes_a_leafs_application_sort_policy(world: World) -> None:
+    """Read on every visit of a leaf, parsed once per change: a reload that sets it, and one
+    that takes it away again, both show (a parent's property is inherited)."""
+    assert world.queue("root.a").sort_policy == "fifo"
+    fair_under_root = BASIC.replace('        submitacl: "*"\n',
+                                    '        submitacl: "*"\n        properties:\n          application.sort.policy: Fair\n', 1)
+    world.reload(fair_under_root)
+    assert world.queue("root.a").sort_policy == "fair" and world.queue("root.b").sort_policy == "fair"
+    world.reload(fair_under_root.replace("Fair", "stateaware"))
+    assert world.queue("root.a").sort_policy == "fifo"
+    world.reload(BASIC)
+    assert world.queue("root.b").sort_policy == "fifo"
+
+
 # -- event settings through extra_config ----------------------------------------------------------------
 
 

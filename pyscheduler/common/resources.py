@@ -121,6 +121,11 @@ class Resource(Mapping[str, int]):
     def __iter__(self) -> Iterator[str]:
         return iter(self._q)
 
+    def __contains__(self, name: object) -> bool:
+        """The dict's own test: Mapping's generic one tries ``self[name]`` and catches KeyError
+        (a quota check asks it of each type of the ask)."""
+        return name in self._q
+
     def items(self) -> ItemsView[str, int]:
         """The dict's own view: Mapping's generic one goes through __getitem__ per key."""
         return self._q.items()

@@ -197,6 +197,9 @@ class Queue:
         #: ``application.sort.priority`` (default enabled): whether this queue sorts its
         #: applications (a leaf) or children (a parent) by priority first.
         self.priority_sorting = True
+        #: Application sorting of a leaf (``application.sort.policy``): fifo (default) or fair;
+        #: stateaware means fifo. Read on every visit of the leaf: parsed once per change.
+        self.sort_policy = "fifo"
         #: The applications with asks in fifo order, or None once that order may have changed
         #: (the cycle sorts again then); replaced, never changed in place.
         self.fifo_order: list[Application] | None = None
@@ -327,16 +330,11 @@ class Queue:
         # Read by the cycle whenever an ask fails the headroom: parsed once per change here.
         self.preemption_policy = preemption_policy(inherited)
         self.preemption_delay_ns = preemption_delay_ns(inherited)
+        self.sort_policy = "fair" if inherited.get(SORT_POLICY, "fifo").lower() == "fair" else "fifo"
         sorting = inherited.get(SORT_PRIORITY, "").lower() != "disabled"
         if sorting != self.priority_sorting:
             self.priority_sorting = sorting
             self.fifo_order = None
-
-    @property
-    def sort_policy(self) -> str:
-        """Application sorting of a leaf: fifo (default) or fair; stateaware means fifo."""
-        policy = self.properties.get(SORT_POLICY, "fifo").lower()
-        return "fair" if policy == "fair" else "fifo"
 
     def child_template(self) -> QueueSettings:
         """Settings of a dynamic child: the nearest ancestor's child template, if any."""
