@@ -86,7 +86,12 @@ class BackgroundThread:
 
     def wake(self) -> None:
         """The next step runs at once instead of after the interval."""
-        self._wake.set()
+        # Event.set takes the event's condition lock and notifies (over a microsecond), and the
+        # scheduling loop is woken by every allocation it makes itself. A set flag is only
+        # cleared by the loop's sleep, after which a step always starts: skipping a second
+        # set loses no wake-up.
+        if not self._wake.is_set():
+            self._wake.set()
 
     @property
     def running(self) -> bool:
