@@ -250,10 +250,11 @@ class UserGroupManager:
             _same_app(app, app_id, user, queue_path)
         app.usage += resource
         self._users[user].add(app.steps, app_id, resource)
-        self._events.usage_added(user, queue_path, resource)
+        # The events take the quantities' dict: the native store reads a dict without a call.
+        self._events.usage_added(user, queue_path, resource.view())
         if app.group is not None:
             self._groups[app.group].add(app.steps, app_id, resource)
-            self._events.usage_added(app.group, queue_path, resource, group=True)
+            self._events.usage_added(app.group, queue_path, resource.view(), group=True)
 
     def decrease_usage(
         self,
