@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 from pyscheduler.common.resources import Resource
 
@@ -57,17 +57,25 @@ def fair_share(allocated: Mapping[str, int], guaranteed: Mapping[str, int] | Non
     for name, used in allocated.items():
         if used <= 0:
             continue
-        denominator = guaranteed.get(name) if guaranteed is not None and name in guaranteed else fairmax.get(name)
+        denominator = guaranteed.get(name) if guaranteed is not None else None
         if denominator is None:
-            continue
-        share = max(share, used / denominator if denominator > 0 else 1.0)
+            denominator = fairmax.get(name)
+            if denominator is None:
+                continue
+        ratio = used / denominator if denominator > 0 else 1.0
+        if ratio > share:
+            share = ratio
     return share
+
+
+#: ``x > 0`` as a C-level predicate (filter calls it without a Python frame per quantity).
+_POSITIVE: Final = (0).__lt__
 
 
 def _pending_total(queue: Queue) -> int:
     # A single number for "larger pending" between otherwise equal queues: the pending
     # quantities summed (the comparison only breaks ties).
-    return sum(v for v in queue.pending.values() if v > 0)
+    return sum(filter(_POSITIVE, queue.pending.values()))
 
 
 def _fair_max_below(queue: Queue, parent_maxes: dict[int, Mapping[str, int]]) -> Mapping[str, int]:
