@@ -48,3 +48,16 @@ def test_a_transfer_is_the_difference_and_the_sum(source: dict[str, int], target
     assert given_to.to_dict() == oracle(target, amount, 1) == (right + moved).to_dict()
     assert taken.strictly_greater_than_zero() is (left - moved).strictly_greater_than_zero()
     assert left.to_dict() == source and right.to_dict() == target and moved.to_dict() == amount
+
+
+@given(quantities, quantities)
+def test_fit_checks_against_a_plain_oracle(ask: dict[str, int], limit: dict[str, int]) -> None:
+    """fits_in: every positive type at most the other's (missing: 0); fits_in_max_undef: the
+    same where the maximum names the type (missing: unlimited; None: no maximum). Resource and
+    plain mapping operands answer alike."""
+    resource = Resource(ask)
+    fits = all(v <= limit.get(k, 0) for k, v in ask.items() if v > 0)
+    fits_max = all(v <= limit[k] for k, v in ask.items() if v > 0 and k in limit)
+    assert resource.fits_in(Resource(limit)) is fits and resource.fits_in(limit) is fits
+    assert resource.fits_in_max_undef(Resource(limit)) is fits_max and resource.fits_in_max_undef(limit) is fits_max
+    assert resource.fits_in_max_undef(None) is True

@@ -177,7 +177,7 @@ class Resource(Mapping[str, int]):
         """``self`` as a maximum: per type it names, the maximum minus ``used`` (may be
         negative, saturated at int64); types it does not name stay absent (unlimited)."""
         q = {}
-        get = used.get
+        get = _quantities(used).get
         for k, v in self._q.items():
             r = v - get(k, 0)
             q[k] = r if -9223372036854775808 <= r <= 9223372036854775807 else _saturated(r, k)
@@ -219,13 +219,25 @@ class Resource(Mapping[str, int]):
 
     def fits_in(self, larger: Mapping[str, int]) -> bool:
         """Every type of self is at most the same type of ``larger`` (missing there: 0)."""
-        return all(v <= larger.get(k, 0) for k, v in self._q.items() if v > 0)
+        get = _quantities(larger).get
+        for k, v in self._q.items():
+            if v > 0 and v > get(k, 0):
+                return False
+        return True
 
     def fits_in_max_undef(self, maximum: Mapping[str, int] | None) -> bool:
-        """Like :meth:`fits_in`, but a type missing from ``maximum`` is unlimited; None: no max."""
+        """Like :meth:`fits_in`, but a type missing from ``maximum`` is unlimited; None: no max.
+        (Asked twice on every try of an ask: loops over the dicts, no generator, no Mapping
+        method call per type.)"""
         if maximum is None:
             return True
-        return all(v <= maximum[k] for k, v in self._q.items() if v > 0 and k in maximum)
+        get = _quantities(maximum).get
+        for k, v in self._q.items():
+            if v > 0:
+                limit = get(k)
+                if limit is not None and v > limit:
+                    return False
+        return True
 
     def component_min(self, other: Mapping[str, int]) -> Resource:
         """Per type the smaller quantity, over the union of types (a missing type is 0)."""
@@ -280,6 +292,11 @@ def go_string(resource: Mapping[str, int] | None) -> str:
     if resource is None:
         return "nil resource"
     return "map[" + " ".join(f"{k}:{v}" for k, v in sorted(resource.items())) + "]"
+
+
+def _quantities(resource: Mapping[str, int]) -> Mapping[str, int]:
+    """A Resource's own dict (its Mapping methods are Python calls), any other mapping as is."""
+    return resource._q if type(resource) is Resource else resource
 
 
 def _pruned(q: dict[str, int]) -> dict[str, int]:
