@@ -16,6 +16,7 @@ the one limit: a partition's deliveries go one at a time).
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import weakref
@@ -72,7 +73,10 @@ def internal_name(rm_id: str, partition: str) -> str:
     return f"[{rm_id}]{(partition or DEFAULT_PARTITION).lower()}"
 
 
+@functools.lru_cache(maxsize=256)
 def external_name(name: str) -> str:
+    """The RM's name of a partition (``[rm]name`` -> ``name``); remembered: every allocation
+    message carries it."""
     return name.split("]", 1)[1] if name.startswith("[") and "]" in name else name
 
 
@@ -591,7 +595,7 @@ class ClusterContext:
                 )
                 self._callback(rm, "update_application", si.ApplicationResponse(updated=updated))
             if allocated:
-                new = tuple(self._si_allocation(partition, a) for a in allocated)
+                new = tuple([self._si_allocation(partition, a) for a in allocated])
                 self._callback(rm, "update_allocation", si.AllocationResponse.of_new(new))
             if released:
                 self._callback(
