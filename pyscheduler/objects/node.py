@@ -55,11 +55,12 @@ class Node:
         self._total = capacity.pruned()
         # Resources are immutable: an idle node shares the empty ones, and its available is its
         # total (a 50,000-node cluster keeps three fewer dicts per node).
+        #: NO_RESOURCE itself when nothing is occupied (most nodes: an identity test then).
         self._occupied = occupied or NO_RESOURCE
         self._allocated = NO_RESOURCE
         #: total - allocated - occupied, kept with them (read on every change by the node index
         #: and by every fit check).
-        self._available = self._total - self._occupied if self._occupied else self._total
+        self._available = self._total - self._occupied if self._occupied is not NO_RESOURCE else self._total
         self.allocations: dict[str, Allocation] = {}
         #: Reserved allocation keys -> reserved resource (the scheduling cycle manages them).
         self.reservations: dict[str, Resource] = {}
@@ -142,7 +143,7 @@ class Node:
         """available = total - allocated - occupied, after any of them changed (most nodes have
         nothing occupied: one subtraction then, with the same result)."""
         available = self._total - self._allocated
-        self._available = available - self._occupied if self._occupied else available
+        self._available = available - self._occupied if self._occupied is not NO_RESOURCE else available
 
     def add_allocation(self, alloc: Allocation) -> None:
         if CHECK_LOCKS:
@@ -195,7 +196,7 @@ class Node:
             check_held(self.graph_lock, f"node {self.node_id}")
         if occupied == self._occupied:
             return
-        self._occupied = occupied
+        self._occupied = occupied or NO_RESOURCE
         self._refresh_available()
         self._events.occupied(self.node_id, occupied)
         self._changed()

@@ -138,7 +138,7 @@ class SchedulingCycle:
     # -- per partition -----------------------------------------------------------------------------
 
     def _schedule(self, partition: Partition) -> Decision | None:
-        if len(partition.reservations):
+        if partition.reservations.by_key:
             self._preemptions_left = MAX_PREEMPTIONS_PER_LEAF
             decision = self._try_reserved(partition)
             if decision is not None or self._preempted:
@@ -257,6 +257,8 @@ class SchedulingCycle:
         once the whole gang is placed (the application runs): YuniKorn's core replaces as soon
         as a placeholder and a member meet and leaves it to the Kubernetes shim to submit
         members only then; an RM that submits them early would otherwise start the job half."""
+        if not partition.gang_apps:
+            return None  # every cycle asks: most partitions run no gang
         for app_id in list(partition.gang_apps):
             app = partition.applications.get(app_id)
             if app is None or not app.asks or not app.ready_for_replacement:
