@@ -5,7 +5,11 @@ baseline is a directory holding a ``pyscheduler`` package with its native module
 checkout after ``make build``, or a ``git worktree`` of an older commit with ``_native*.so``
 copied into its ``pyscheduler/`` when the Rust sources did not change). The workers then run
 with ``PYTHONPATH`` pointing at a directory of two links: ``benchmarks`` (this checkout's, so
-both sides run the very same workload code) and ``pyscheduler`` (the baseline's). The core's
+both sides run the very same workload code) and ``pyscheduler`` (the baseline's), and with
+``PYTHONSAFEPATH`` set: ``python -m`` otherwise puts the working directory first on the path,
+and run from this checkout (as ``make bench`` is) a worker imported this checkout's core,
+silently measuring it against itself. The environment is checked before it is handed out: a
+Python started with it, from this checkout, must import the baseline's package. The core's
 public entry points the workers use (``ClusterContext``, ``RMProxy``, ``Scheduler``, the SI
 messages) must exist there: a baseline too old for the workload fails its runs with the
 worker's error, reported, not hidden.
@@ -16,10 +20,13 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import subprocess
+import sys
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["BaselineError", "baseline_environment"]
+__all__ = ["BaselineError", "baseline_environment", "core_imported"]
 
 _BENCHMARKS = Path(__file__).resolve().parent
 
@@ -42,4 +49,19 @@ def baseline_environment(directory: str | Path) -> dict[str, str]:
     (links / "pyscheduler").symlink_to(package, target_is_directory=True)
     environment = dict(os.environ)
     environment["PYTHONPATH"] = str(links)
+    environment["PYTHONSAFEPATH"] = "1"
+    imported = core_imported(environment)
+    if imported != package:
+        raise BaselineError(f"--baseline {directory}: a worker would import the core in {imported}, not {package}")
     return environment
+
+
+def core_imported(environment: Mapping[str, str] | None = None) -> Path:
+    """The ``pyscheduler`` package a worker started from this checkout with ``environment``
+    (None: this process's) imports."""
+    done = subprocess.run([sys.executable, "-c", "import pyscheduler; print(pyscheduler.__file__)"],
+                          cwd=_BENCHMARKS.parent, env=None if environment is None else dict(environment),
+                          capture_output=True, text=True, timeout=60, check=False)
+    if done.returncode != 0:
+        raise BaselineError(f"a worker cannot import pyscheduler: {done.stderr.strip().splitlines()[-1:]}")
+    return Path(done.stdout.strip()).resolve().parent

@@ -5,11 +5,15 @@ or memory assertions: the machine is shared, the figures go to docs/benchmarks.m
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from benchmarks import scale
+from benchmarks.baseline import BaselineError, baseline_environment
 from benchmarks.__main__ import FAMILIES
 
 
@@ -60,3 +64,31 @@ def test_a_baseline_without_a_built_core_is_refused(tmp_path: Path) -> None:
         done = subprocess.run([sys.executable, "-m", "benchmarks", "scale", "--quick", "--baseline", str(directory)],
                               capture_output=True, text=True, timeout=60, check=False)
         assert done.returncode == 2 and says in done.stderr, done.stderr
+
+
+def test_a_worker_started_from_this_checkout_drives_the_baseline_core(tmp_path: Path) -> None:
+    """The workers run as ``python -m`` from this checkout (as ``make bench`` runs them), which
+    puts the working directory first on the path: without PYTHONSAFEPATH they imported this
+    checkout's core and measured it against itself. A copy of the core that leaves a mark when
+    imported shows which one the worker really drove."""
+    copy = tmp_path / "baseline" / "pyscheduler"
+    shutil.copytree(ROOT / "pyscheduler", copy, ignore=shutil.ignore_patterns("__pycache__"))
+    marker = tmp_path / "imported"
+    with (copy / "__init__.py").open("a", encoding="utf-8") as init:
+        init.write(f"\nopen({str(marker)!r}, 'w').write(__file__)\n")
+    env = baseline_environment(tmp_path / "baseline")
+    done = subprocess.run([sys.executable, "-m", "benchmarks.instructions", "--worker", "--shape", "yunikorn",
+                           "--nodes", "2", "--asks", "4", "--allocations", "4"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert Path(marker.read_text(encoding="utf-8")).resolve().parent == copy.resolve()
+
+
+def test_a_baseline_that_would_not_be_imported_is_refused(tmp_path: Path) -> None:
+    """The environment is checked before use: a package that fails to import is refused with
+    the reason instead of running the workers on some other core."""
+    broken = tmp_path / "pyscheduler"
+    shutil.copytree(ROOT / "pyscheduler", broken, ignore=shutil.ignore_patterns("__pycache__"))
+    (broken / "__init__.py").write_text("raise ImportError('this core does not load')\n", encoding="utf-8")
+    with pytest.raises(BaselineError, match="cannot import pyscheduler"):
+        baseline_environment(tmp_path)
