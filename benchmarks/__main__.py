@@ -30,7 +30,7 @@ from benchmarks import (
     scale,
     scheduling,
 )
-from benchmarks.baseline import BaselineError, baseline_environment
+from benchmarks.baseline import baseline_environment
 from benchmarks.machine import Progress, machine_facts
 from benchmarks.workload import DEFAULT_SEED, parse_mix
 
@@ -200,14 +200,6 @@ def _shapes(text: str) -> list[str]:
     return shapes
 
 
-def _baseline(text: str) -> str:
-    try:
-        baseline_environment(text)
-    except BaselineError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
-
-
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -218,12 +210,22 @@ def _positive(text: str) -> int:
     return value
 
 
-def _mix(text: str) -> str:
-    try:
-        parse_mix(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-    return text
+def _accepted_by(check: Callable[[str], object]) -> Callable[[str], str]:
+    """An argparse type: the option's text as given, once ``check`` accepts it; the ValueError
+    it raises (BaselineError is one) becomes the option's error message."""
+
+    def accepted(text: str) -> str:
+        try:
+            check(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+        return text
+
+    return accepted
+
+
+_mix = _accepted_by(parse_mix)
+_baseline = _accepted_by(baseline_environment)
 
 
 def _families(text: str) -> list[str]:
