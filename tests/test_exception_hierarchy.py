@@ -46,7 +46,7 @@ def test_every_error_class_is_a_scheduler_error() -> None:
         "pyscheduler.objects.partition.PartitionError",
         "pyscheduler.policies.placement.PlacementError",
         "pyscheduler.dao.errors.NotFound",
-        "pyscheduler.common.resources.ResourceError",
+        "pyscheduler.common.errors.ResourceError",
         "pyscheduler._native.EventSystemStoppedError",
         "pyscheduler_web.http.HTTPError",
         "pyscheduler.testing.recording.WaitTimeout",
@@ -59,7 +59,7 @@ def test_every_error_class_is_a_scheduler_error() -> None:
 @pytest.mark.parametrize(
     ("name", "builtin"),
     [
-        ("pyscheduler.common.resources.ResourceError", ValueError),
+        ("pyscheduler.common.errors.ResourceError", ValueError),
         ("pyscheduler.common.errors.ConfigError", ValueError),
         ("pyscheduler.common.goparse.NumError", ValueError),
         ("pyscheduler.testing.recording.WaitTimeout", TimeoutError),

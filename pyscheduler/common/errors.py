@@ -7,7 +7,7 @@ exception so that generic code (``except ValueError``) keeps working.
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "SchedulerError", "SchedulerRuntimeError", "SchedulerValueError"]
+__all__ = ["ConfigError", "ResourceError", "SchedulerError", "SchedulerRuntimeError", "SchedulerValueError"]
 
 
 class SchedulerError(Exception):
@@ -20,6 +20,11 @@ class SchedulerValueError(SchedulerError, ValueError):
 
 class SchedulerRuntimeError(SchedulerError, RuntimeError):
     """An operation pyscheduler cannot do in its current state (the native module's base too)."""
+
+
+class ResourceError(SchedulerValueError):
+    """A resource quantity that does not parse or does not fit in int64 (raised by the native
+    Resource too, hence defined here with the other bases)."""
 
 
 class ConfigError(SchedulerError, ValueError):

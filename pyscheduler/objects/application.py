@@ -344,7 +344,7 @@ class Application:
         else:
             self._run_after_allocation()
         on_usage(ask)
-        self._events.allocation_added(self.app_id, ask.allocation_key, ask.resource.view())
+        self._events.allocation_added(self.app_id, ask.allocation_key, ask.resource)
 
     def recover_allocation(self, alloc: Allocation, on_usage: Callable[[Allocation], None]) -> None:
         """An allocation the RM already placed (recovery): counted even past queue max."""

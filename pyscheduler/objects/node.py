@@ -151,7 +151,7 @@ class Node:
         self.allocations[alloc.allocation_key] = alloc
         self._allocated = self._allocated + alloc.resource
         self._refresh_available()
-        self._events.allocation_added(self.node_id, alloc.allocation_key, alloc.resource.view())
+        self._events.allocation_added(self.node_id, alloc.allocation_key, alloc.resource)
         self._changed()
 
     def remove_allocation(self, allocation_key: str) -> Allocation | None:

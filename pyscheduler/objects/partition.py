@@ -226,7 +226,7 @@ class Partition:
 
     def _node_changed(self, node: Node) -> None:
         # The node order is told of every change of a node's resources or state.
-        self.node_ordering.upsert(node.node_id, node.total.view(), node.available.view(), node.schedulable)
+        self.node_ordering.upsert(node.node_id, node.total, node.available, node.schedulable)
 
     def sorted_node_ids(self) -> list[str]:
         """The node ids in order, kept between node additions and removals (do not change it)."""

@@ -251,10 +251,10 @@ class UserGroupManager:
         app.usage += resource
         self._users[user].add(app.steps, app_id, resource)
         # The events take the quantities' dict: the native store reads a dict without a call.
-        self._events.usage_added(user, queue_path, resource.view())
+        self._events.usage_added(user, queue_path, resource)
         if app.group is not None:
             self._groups[app.group].add(app.steps, app_id, resource)
-            self._events.usage_added(app.group, queue_path, resource.view(), group=True)
+            self._events.usage_added(app.group, queue_path, resource, group=True)
 
     def decrease_usage(
         self,

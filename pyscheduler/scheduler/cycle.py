@@ -494,7 +494,7 @@ class SchedulingCycle:
         logged on the ask and counted by reason in ``failures``."""
         ordering = partition.node_ordering
         predicates = self.context.predicates_for(partition)
-        demand = ask.resource.view()
+        demand = ask.resource
         cursor = None
         while True:
             hit = ordering.first_fit(demand, cursor, skip_reserved)
@@ -555,7 +555,7 @@ class SchedulingCycle:
         The node order scores every node (natively) and hands over a few candidates at a time;
         a node holding a reservation is no candidate (``can_reserve(node, required=False)``)."""
         predicates = self.context.predicates_for(partition)
-        demand = ask.resource.view()
+        demand = ask.resource
         batch_size = RESERVATION_CANDIDATE_BATCH
         after: Cursor | None = None
         while True:

@@ -13,6 +13,7 @@
 //!   one thread for all streams, the closing line), with one write deadline.
 //! - [`nodes`]: the node index: nodes ordered by (score, id), incremental re-scoring.
 //! - [`plan`]: a node's guaranteed-share preemption plan on the ask's resource types.
+//! - [`resource`]: resource quantities over interned types, with YuniKorn's saturating arithmetic.
 
 pub mod error;
 pub mod stream;
@@ -22,6 +23,7 @@ pub mod payload;
 pub mod plan;
 pub mod pipeline;
 pub mod record;
+pub mod resource;
 pub mod ring;
 pub mod store;
 pub mod wire;

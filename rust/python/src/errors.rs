@@ -12,6 +12,7 @@ use pyscheduler_core::CoreError;
 
 import_exception!(pyscheduler.common.errors, SchedulerValueError);
 import_exception!(pyscheduler.common.errors, SchedulerRuntimeError);
+import_exception!(pyscheduler.common.errors, ResourceError);
 
 create_exception!(
     pyscheduler._native,
@@ -31,6 +32,11 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("EventIdOutOfRangeError", py.get_type::<EventIdOutOfRangeError>())?;
     m.add("EventSystemStoppedError", py.get_type::<EventSystemStoppedError>())?;
     Ok(())
+}
+
+/// A resource quantity or name that is not acceptable (`pyscheduler.common.errors.ResourceError`).
+pub fn resource_error(message: String) -> PyErr {
+    ResourceError::new_err(message)
 }
 
 pub fn to_py(err: CoreError) -> PyErr {

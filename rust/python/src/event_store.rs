@@ -464,7 +464,12 @@ fn build_event(mut builder: EventBuilder, resource: Option<&Bound<'_, PyAny>>) -
     let Some(resource) = resource.filter(|r| !r.is_none()) else {
         return Ok(builder.finish());
     };
-    if let Ok(dict) = resource.cast::<PyDict>() {
+    if let Some(pairs) = crate::resource::named(resource) {
+        // A native Resource: checked when it was built.
+        for (name, value) in pairs {
+            builder.quantity(name.to_str()?, value);
+        }
+    } else if let Ok(dict) = resource.cast::<PyDict>() {
         for (name, value) in dict.iter() {
             add_quantity(&mut builder, &name, &value)?;
         }

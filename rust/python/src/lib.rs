@@ -8,6 +8,7 @@ mod errors;
 mod event_store;
 mod node_index;
 mod plan;
+mod resource;
 
 use pyo3::prelude::*;
 
@@ -20,6 +21,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<event_store::StreamOutcome>()?;
     m.add_class::<node_index::NodeIndex>()?;
     m.add_class::<plan::PlanQueues>()?;
+    m.add_class::<resource::Resource>()?;
+    m.add_function(wrap_pyfunction!(resource::transferred, m)?)?;
+    m.add_function(wrap_pyfunction!(resource::component_min_undef, m)?)?;
+    m.add("MAX_RESOURCE_TYPES", resource::MAX_TYPES)?;
     errors::register(m)?;
     Ok(())
 }

@@ -127,6 +127,12 @@ fn parse_policy(name: &str) -> PyResult<SortPolicy> {
 
 fn quantities(resource: &Bound<'_, PyAny>) -> PyResult<Vec<(PyBackedStr, i64)>> {
     let mut out = Vec::new();
+    if let Some(pairs) = crate::resource::named(resource) {
+        for (name, value) in pairs {
+            out.push((name.extract()?, value));
+        }
+        return Ok(out);
+    }
     if let Ok(dict) = resource.cast::<PyDict>() {
         for (name, value) in dict.iter() {
             out.push((name.extract()?, value.extract()?));
