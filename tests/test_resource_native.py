@@ -29,6 +29,7 @@ from pyscheduler.common.resources import (
     component_min_undef,
     transferred,
 )
+from pyscheduler.policies.sorting import fair_share
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 NAMES = ["memory", "vcore", "pods", "nvidia.com/gpu", "ephemeral-storage"]
@@ -161,3 +162,20 @@ def test_resource_types_are_bounded_per_process() -> None:
     assert "known Resource({hostile.example.com/type-0: 2, memory: 1})" in out
     assert "new types refused" in out
 
+
+@given(quantities, st.one_of(st.none(), quantities), quantities)
+def test_the_fair_share_matches_its_python_twin(allocated: dict[str, int], guaranteed: dict[str, int] | None,
+                                                fairmax: dict[str, int]) -> None:
+    """The fair sort's key (``Resource.fair_share``, ``positive_total``) against
+    :func:`pyscheduler.policies.sorting.fair_share`, quantities past 2^53 included (Python's
+    exactly rounded int division, not a double of each)."""
+    used = Resource(allocated)
+    native = used.fair_share(None if guaranteed is None else Resource(guaranteed), Resource(fairmax))
+    assert native == fair_share(allocated, guaranteed, fairmax)
+    assert used.positive_total() == sum(v for v in allocated.values() if v > 0)
+
+
+def test_a_fair_share_past_two_to_the_53_is_rounded_as_python_rounds() -> None:
+    used, denominator = 1734979221052636100, 579832826712306748  # found by search: the two roundings differ
+    assert Resource({"memory": used}).fair_share(None, Resource({"memory": denominator})) == used / denominator
+    assert used / denominator != float(used) / float(denominator)

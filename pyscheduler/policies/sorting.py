@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Final, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pyscheduler.common.resources import Resource
 
@@ -52,7 +52,8 @@ def fair_max(queue: Queue) -> Resource:
 
 def fair_share(allocated: Mapping[str, int], guaranteed: Mapping[str, int] | None, fairmax: Mapping[str, int]) -> float:
     """The largest share over allocated types: allocated / guaranteed, or allocated / fair max
-    for types without a guarantee; 1.0 for usage against a zero or negative denominator."""
+    for types without a guarantee; 1.0 for usage against a zero or negative denominator. The
+    pure-Python twin of the native ``Resource.fair_share`` the sort uses (its oracle)."""
     share = 0.0
     for name, used in allocated.items():
         if used <= 0:
@@ -68,39 +69,29 @@ def fair_share(allocated: Mapping[str, int], guaranteed: Mapping[str, int] | Non
     return share
 
 
-#: ``x > 0`` as a C-level predicate (filter calls it without a Python frame per quantity).
-_POSITIVE: Final = (0).__lt__
-
-
-def _pending_total(queue: Queue) -> int:
-    # A single number for "larger pending" between otherwise equal queues: the pending
-    # quantities summed (the comparison only breaks ties).
-    return sum(filter(_POSITIVE, queue.pending.values()))
-
-
-def _fair_max_below(queue: Queue, parent_maxes: dict[int, Mapping[str, int]]) -> Mapping[str, int]:
+def _fair_max_below(queue: Queue, parent_maxes: dict[int, Resource]) -> Resource:
     """:func:`fair_max` of ``queue`` from its parent's, computed once per parent in
     ``parent_maxes``: siblings share every ancestor, only their own maximum differs."""
     parent = queue.parent
     if parent is None:
-        return fair_max(queue).view()
+        return fair_max(queue)
     inherited = parent_maxes.get(id(parent))
     if inherited is None:
-        inherited = parent_maxes[id(parent)] = fair_max(parent).view()
+        inherited = parent_maxes[id(parent)] = fair_max(parent)
     own = queue.max_resource
     if own is None:
         return inherited
-    return {**inherited, **own.view()}
+    return Resource({**inherited.view(), **own.view()})
 
 
-def fair_child_key(queue: Queue, priority: int, fairmax: Mapping[str, int], priority_first: bool) -> tuple[object, ...]:
+def fair_child_key(queue: Queue, priority: int, fairmax: Resource, priority_first: bool) -> tuple[object, ...]:
     """A child's place among its siblings: ``priority`` (its ``current_priority``) first unless
     the parent disables priority sorting, then the fair share against ``fairmax`` (its
-    :func:`fair_max`), then the larger pending, then the name (unique among siblings, so the
-    order is total)."""
-    share = fair_share(queue.allocated.view(), queue.guaranteed.view() if queue.guaranteed else None, fairmax)
+    :func:`fair_max`), then the larger pending (its positive quantities summed: the comparison
+    only breaks ties), then the name (unique among siblings, so the order is total)."""
+    share = queue.allocated.fair_share(queue.guaranteed, fairmax)
     first, second = (-priority, share) if priority_first else (share, -priority)
-    return first, second, -_pending_total(queue), queue.name
+    return first, second, -queue.pending.positive_total(), queue.name
 
 
 class FairQueueSorter:
@@ -108,7 +99,7 @@ class FairQueueSorter:
     fair share, then pending. Every key computed afresh: the oracle of :class:`ChildOrder`."""
 
     def sort(self, queues: Sequence[Queue], priorities: Mapping[str, int], priority_first: bool = True) -> list[Queue]:
-        parent_maxes: dict[int, Mapping[str, int]] = {}
+        parent_maxes: dict[int, Resource] = {}
         return sorted(queues, key=lambda q: fair_child_key(
             q, priorities.get(q.path, 0), _fair_max_below(q, parent_maxes), priority_first))
 
@@ -134,7 +125,7 @@ class ChildOrder:
         self.stale: set[Queue] = set()
         self._order: list[Queue] = []
         self._keys: dict[Queue, tuple[object, ...]] = {}
-        self._fairmax: dict[Queue, Mapping[str, int]] = {}
+        self._fairmax: dict[Queue, Resource] = {}
         self._shape: int | None = None
         self._priority_first: bool | None = None
 
@@ -145,7 +136,7 @@ class ChildOrder:
         keys = self._keys
         if shape != self._shape or priority_first is not self._priority_first:
             children = list(parent.children.values())
-            parent_maxes: dict[int, Mapping[str, int]] = {}
+            parent_maxes: dict[int, Resource] = {}
             self._fairmax = {c: _fair_max_below(c, parent_maxes) for c in children}
             keys = self._keys = {c: fair_child_key(c, c.current_priority, self._fairmax[c], priority_first)
                                  for c in children}

@@ -187,6 +187,30 @@ impl Quantities {
         q
     }
 
+    /// The largest share over `self`'s (allocated) positive types: used / guaranteed, or used /
+    /// `fairmax` for a type without a guarantee (a type in neither is skipped); 1.0 for usage
+    /// against a zero or negative denominator; 0.0 with no usage. `divide` is the true division
+    /// (the binding's is Python's, exactly rounded, for quantities past 2^53).
+    pub fn fair_share(&self, guaranteed: Option<&Self>, fairmax: &Self, divide: impl Fn(i64, i64) -> f64) -> f64 {
+        let mut share = 0.0;
+        for &(k, used) in &self.entries {
+            if used <= 0 {
+                continue;
+            }
+            let Some(denominator) = guaranteed.and_then(|g| g.get(k)).or_else(|| fairmax.get(k)) else { continue };
+            let ratio = if denominator > 0 { divide(used, denominator) } else { 1.0 };
+            if ratio > share {
+                share = ratio;
+            }
+        }
+        share
+    }
+
+    /// The positive quantities summed (a tie-break between queues: the larger pending first).
+    pub fn positive_total(&self) -> i128 {
+        self.entries.iter().filter(|e| e.1 > 0).map(|e| e.1 as i128).sum()
+    }
+
     /// Equal when every type has the same quantity, a missing type counting as 0.
     pub fn same_as(&self, other: &Self) -> bool {
         self.entries.iter().all(|&(k, v)| other.get(k).unwrap_or(0) == v)
@@ -278,5 +302,17 @@ mod tests {
         assert_eq!(component_min_undef(&q(&[(MEM, 5)]), &q(&[(MEM, 3), (CPU, 2)])).entries(), &[(MEM, 3), (CPU, 2)]);
         assert_eq!(q(&[(MEM, -3), (CPU, 2)]).without_negatives().entries(), &[(MEM, 0), (CPU, 2)]);
         assert_eq!(q(&[(MEM, 0), (CPU, 2)]).pruned().entries(), &[(CPU, 2)]);
+    }
+
+    #[test]
+    fn a_fair_share_is_the_largest_ratio_to_guarantee_or_fair_max() {
+        let divide = |a: i64, b: i64| a as f64 / b as f64;
+        let used = q(&[(MEM, 50), (CPU, 3), (GPU, -1)]);
+        assert_eq!(used.fair_share(None, &q(&[(MEM, 100), (CPU, 4)]), divide), 0.75);
+        assert_eq!(used.fair_share(Some(&q(&[(CPU, 30)])), &q(&[(MEM, 100), (CPU, 4)]), divide), 0.5);
+        assert_eq!(used.fair_share(Some(&q(&[(MEM, 0)])), &q(&[]), divide), 1.0);
+        assert_eq!(used.fair_share(None, &q(&[(GPU, 1)]), divide), 0.0);
+        assert_eq!(used.positive_total(), 53);
+        assert_eq!(q(&[(MEM, i64::MAX), (CPU, i64::MAX)]).positive_total(), 2 * i64::MAX as i128);
     }
 }

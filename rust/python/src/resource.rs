@@ -351,6 +351,26 @@ impl Resource {
         }
     }
 
+    /// As allocated usage: the largest share over its positive types of `guaranteed` (None: no
+    /// guarantee) or, for a type without a guarantee, of `fairmax` (the fair sort's key; the
+    /// Python twin is `pyscheduler.policies.sorting.fair_share`).
+    fn fair_share(&self, py: Python<'_>, guaranteed: Option<PyRef<'_, Resource>>, fairmax: PyRef<'_, Resource>) -> f64 {
+        self.q.fair_share(guaranteed.as_deref().map(|g| &g.q), &fairmax.q, |used, denominator| {
+            const EXACT: i64 = 1 << 53;
+            if (-EXACT..=EXACT).contains(&used) && (-EXACT..=EXACT).contains(&denominator) {
+                used as f64 / denominator as f64 // both exact: IEEE division rounds as Python's
+            } else {
+                // Python's int / int, exactly rounded (a double of each first would round twice).
+                (|| used.into_pyobject(py)?.div(denominator)?.extract::<f64>())().unwrap_or(f64::NAN)
+            }
+        })
+    }
+
+    /// The positive quantities summed.
+    fn positive_total(&self) -> i128 {
+        self.q.positive_total()
+    }
+
     /// Per type the smaller quantity, over the union of types (a missing type is 0).
     fn component_min(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<Resource>> {
         new_resource(py, self.q.per_type_of_union(&*operand(other)?, i64::min))
