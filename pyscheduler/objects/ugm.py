@@ -250,7 +250,7 @@ class UserGroupManager:
             _same_app(app, app_id, user, queue_path)
         app.usage += resource
         self._users[user].add(app.steps, app_id, resource)
-        # The events take the quantities' dict: the native store reads a dict without a call.
+        # The native event store reads the Resource itself (no dict in between).
         self._events.usage_added(user, queue_path, resource)
         if app.group is not None:
             self._groups[app.group].add(app.steps, app_id, resource)
