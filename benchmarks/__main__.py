@@ -29,6 +29,7 @@ from benchmarks import (
     role_history,
     scale,
     scheduling,
+    yunikorn_go,
 )
 from benchmarks.baseline import baseline_environment
 from benchmarks.machine import Progress, machine_facts
@@ -91,6 +92,10 @@ def _run_scale(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return scale.run(quick=args.quick, repeats=args.repeats, baseline=args.baseline, progress=progress)
 
 
+def _run_yunikorn_go(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return yunikorn_go.run(quick=args.quick, repeats=args.repeats, progress=progress)
+
+
 def _run_rest(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return rest.run(quick=args.quick, streams=args.streams, progress=progress)
 
@@ -134,6 +139,12 @@ FAMILIES: dict[str, Family] = {
             "allocations per second and resident memory per node and application: 50,000 nodes, 1,000 leaf queues, "
             "10,000 applications, 100,000 asks",
             _run_scale,
+        ),
+        Family(
+            "yunikorn-go",
+            "YuniKorn's Go core (built from the module proxy) and this one side by side: many queues, and YuniKorn's "
+            "shape at 5,000 nodes, fair and binpacking",
+            _run_yunikorn_go,
         ),
         Family("rest", "REST batch time, stream replay, scheduling with open streams (section 2, served)", _run_rest),
         Family(
