@@ -223,8 +223,9 @@ class Resource(Mapping[str, int]):
     def __hash__(self) -> int: ...
     def to_dict(self) -> dict[str, int]:
         """A plain dict copy (DAO output, events)."""
-    def view(self) -> dict[str, int]:
-        """The quantities as a fresh dict, for readers that read several types."""
+    def view(self) -> Mapping[str, int]:
+        """The quantities as a dict for readers that read several types, built on the first call
+        and shared: never write it (to_dict() gives a copy)."""
     def __add__(self, other: Mapping[str, int]) -> Resource:
         """Sum over the union of types (a missing type is 0), saturated at int64."""
     def __sub__(self, other: Mapping[str, int]) -> Resource:

@@ -102,9 +102,10 @@ def test_a_resource_is_an_immutable_mapping_that_pickles() -> None:
     assert Resource.__add__(r, r) == {"memory": 20}  # the queue path applies it unbound
     with pytest.raises(TypeError):
         r + 1  # type: ignore[operator]
-    view = r.view()
-    view["memory"] = 99
-    assert r["memory"] == 10  # a view is a copy: writing it cannot change the resource
+    assert r.view() is r.view() and r.view() == {"memory": 10, "vcore": 0}  # built once, shared
+    copied = r.to_dict()
+    copied["memory"] = 99
+    assert r["memory"] == 10 and r.view()["memory"] == 10  # a copy to change is to_dict()'s
 
 
 @pytest.mark.parametrize("bad, message", [

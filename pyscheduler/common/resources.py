@@ -8,8 +8,9 @@ The class is native (``pyscheduler._native.Resource``, over ``rust/core/src/reso
 allocation does a dozen sums and differences on its path (queues, application, node, user and
 group), about 0.1 us each natively against 0.8 us in Python. Its pure-Python twin,
 :mod:`pyscheduler.common.resources_py`, is the oracle it is tested against. It is a registered
-:class:`~collections.abc.Mapping`: ``items()``, ``keys()``, ``values()`` and :meth:`Resource.view`
-return views of a fresh dict (read them once, not per type). Names are interned per process:
+:class:`~collections.abc.Mapping`: ``items()``, ``keys()`` and ``values()`` return views of a fresh
+dict (read them once, not per type); :meth:`Resource.view` returns a dict built on its first call
+and shared after (never write it; ``to_dict()`` gives a copy). Names are interned per process:
 at most ``MAX_RESOURCE_TYPES`` (65,536) distinct resource types, past which building a resource
 raises :class:`ResourceError` (a hostile RM cannot grow the table without bound).
 

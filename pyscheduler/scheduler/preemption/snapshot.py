@@ -157,18 +157,20 @@ class QueueSnapshot:
         return copy
 
     def add_allocation(self, resource: Mapping[str, int]) -> None:
+        pairs = tuple(resource.items())  # read once: a native Resource builds its items per call
         snapshot: QueueSnapshot | None = self
         while snapshot is not None:
             allocated = snapshot.allocated
-            for k, v in resource.items():
+            for k, v in pairs:
                 allocated[k] = allocated.get(k, 0) + v
             snapshot = snapshot.parent
 
     def remove_allocation(self, resource: Mapping[str, int]) -> None:
+        pairs = tuple(resource.items())  # read once: a native Resource builds its items per call
         snapshot: QueueSnapshot | None = self
         while snapshot is not None:
             allocated = snapshot.allocated
-            for k, v in resource.items():
+            for k, v in pairs:
                 allocated[k] = allocated.get(k, 0) - v
             snapshot = snapshot.parent
 

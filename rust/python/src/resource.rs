@@ -81,10 +81,14 @@ impl Warnings {
 #[pyclass(module = "pyscheduler._native", frozen, mapping)]
 pub struct Resource {
     q: Quantities,
+    /// The dict `view()` returns, built on its first call (preemption reads the same victims'
+    /// resources many times): shared, so its readers never write it (the Python class's
+    /// contract was the same).
+    view: std::sync::OnceLock<Py<PyDict>>,
 }
 
 fn new_resource(py: Python<'_>, q: Quantities) -> PyResult<Py<Resource>> {
-    Py::new(py, Resource { q })
+    Py::new(py, Resource { q, view: std::sync::OnceLock::new() })
 }
 
 /// A checked `Quantities` from a mapping of name to int64 (ResourceError naming the entry).
@@ -171,7 +175,7 @@ impl Resource {
     #[new]
     #[pyo3(signature = (quantities = None))]
     fn new(quantities: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
-        Ok(Resource { q: quantities.map(checked).transpose()?.unwrap_or_default() })
+        Ok(Resource { q: quantities.map(checked).transpose()?.unwrap_or_default(), view: std::sync::OnceLock::new() })
     }
 
     fn __getitem__(&self, name: &Bound<'_, PyAny>) -> PyResult<i64> {
@@ -221,9 +225,16 @@ impl Resource {
         self.dict(py, self.q.entries())
     }
 
-    /// The quantities as a dict, for readers that want one (a copy: never shared).
+    /// The quantities as a dict for readers that read several types, built once and shared:
+    /// never write it (`to_dict()` gives a copy to keep or change).
     fn view<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.dict(py, self.q.entries())
+        if let Some(dict) = self.view.get() {
+            return Ok(dict.bind(py).clone());
+        }
+        let dict = self.dict(py, self.q.entries())?;
+        // Another thread may have set it meanwhile (the GIL can switch inside dict building):
+        // either dict holds the same quantities; keep the first.
+        Ok(self.view.get_or_init(|| dict.unbind()).bind(py).clone())
     }
 
     fn __richcmp__(&self, py: Python<'_>, other: &Bound<'_, PyAny>, op: CompareOp) -> PyResult<Py<PyAny>> {
