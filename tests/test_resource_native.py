@@ -102,6 +102,10 @@ def test_a_resource_is_an_immutable_mapping_that_pickles() -> None:
     assert Resource.__add__(r, r) == {"memory": 20}  # the queue path applies it unbound
     with pytest.raises(TypeError):
         r + 1  # type: ignore[operator]
+    with pytest.raises(TypeError):  # a plain mapping on the left is not summed as a Resource
+        {"memory": 1} + r  # type: ignore[operator]
+    with pytest.raises(TypeError, match="multiplied by an integer"):
+        r.multiply(1.5)  # type: ignore[arg-type]
     assert r.view() is r.view() and r.view() == {"memory": 10, "vcore": 0}  # built once, shared
     copied = r.to_dict()
     copied["memory"] = 99
@@ -114,13 +118,16 @@ def test_a_resource_is_an_immutable_mapping_that_pickles() -> None:
     ({"memory": True}, "must be an integer"),
     ({"memory": 1.5}, "must be an integer"),
     ({"memory": "10"}, "must be an integer"),
-    ({"": 1}, "non-empty strings"),
-    ({3: 1}, "non-empty strings"),
+    ({"": 1}, "non-empty UTF-8 strings"),
+    ({3: 1}, "non-empty UTF-8 strings"),
+    ({"\ud800": 1}, "non-empty UTF-8 strings"),
 ])
 def test_bad_quantities_raise_the_twins_error(bad: dict[Any, Any], message: str) -> None:
-    for cls in (Resource, twin.Resource):
-        with pytest.raises(ResourceError, match=message):
-            cls(bad)
+    with pytest.raises(ResourceError, match=message):
+        Resource(bad)
+    if "\ud800" not in bad:  # the twin keeps any str as a name
+        with pytest.raises(ResourceError, match=message.replace(" UTF-8", "")):
+            twin.Resource(bad)
     with pytest.raises(ResourceError, match=message):
         Resource({"memory": 1}) + bad
 

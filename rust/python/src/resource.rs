@@ -110,8 +110,9 @@ fn checked(quantities: &Bound<'_, PyAny>) -> PyResult<Quantities> {
     for item in items.iter() {
         let (name, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) = item.extract()?;
         let name = match name.cast::<PyString>() {
-            Ok(text) if !text.to_str()?.is_empty() => text.clone(),
-            _ => return Err(resource_error(format!("resource names must be non-empty strings, got {}", name.repr()?))),
+            // A str that is not valid UTF-8 (lone surrogates) cannot be a resource type either.
+            Ok(text) if text.to_str().is_ok_and(|t| !t.is_empty()) => text.clone(),
+            _ => return Err(resource_error(format!("resource names must be non-empty UTF-8 strings, got {}", name.repr()?))),
         };
         if value.is_instance_of::<pyo3::types::PyBool>() || !value.is_instance_of::<pyo3::types::PyInt>() {
             return Err(resource_error(format!("quantity of {} must be an integer, got {}", name.repr()?, value.repr()?)));
@@ -319,6 +320,9 @@ impl Resource {
     }
 
     fn multiply(&self, py: Python<'_>, factor: &Bound<'_, PyAny>) -> PyResult<Py<Resource>> {
+        if factor.is_instance_of::<pyo3::types::PyBool>() || !factor.is_instance_of::<pyo3::types::PyInt>() {
+            return Err(pyo3::exceptions::PyTypeError::new_err(format!("a resource is multiplied by an integer, got {}", factor.repr()?)));
+        }
         // A factor past i128 saturates like any other product past int64.
         let factor: i128 = factor.extract().or_else(|_| factor.gt(0).map(|positive| if positive { i128::MAX } else { i128::MIN }))?;
         let mut warnings = Warnings::default();
