@@ -106,19 +106,28 @@ def test_the_wait_releases_the_gil(loopback_pair: tuple[socket.socket, socket.so
 
 
 def test_a_cut_subscription_ends_with_its_reason(loopback_pair: tuple[socket.socket, socket.socket]) -> None:
-    server, _client = loopback_pair  # the client never reads
+    server, client = loopback_pair  # the client stalls, then reads again
     store = EventStore(500_000, 500_000)
     sub = store.subscribe_recent(0, 2000)
     ticket = store.open_stream(sub, server.fileno(), FIRST, write_timeout=30.0)
     deadline = time.monotonic() + 60
     added = 0
-    while ticket.wait(0.01) is None:
+    # Its socket fills, a chunk waits in it, and the writer's next rounds leave the client more
+    # than its 2000 events behind.
+    while sub.closed_reason is None:
         assert time.monotonic() < deadline and added < 400_000, "the stalled stream was never cut"
         add(store, 10_000, added + 1)
         added += 10_000
-    assert ticket.outcome == StreamOutcome.CLOSED
-    assert ticket.closed_reason is not None and "fell behind" in ticket.closed_reason
-    assert sub.closed_reason == ticket.closed_reason
+        time.sleep(0.03)  # a round of the writer (20 ms apart)
+    assert "fell behind" in sub.closed_reason
+    assert ticket.outcome is None  # the closing line waits behind the chunk in the full socket
+    reader = ChunkedReader(client)
+    while not reader.lines or b"status_code" not in reader.lines[-1]:
+        reader.read(len(reader.lines) + 1)
+    assert reader.lines[-1] == closing_line(sub.closed_reason)
+    assert 0 < len(reader.events()) < added
+    assert ticket.wait(5.0) == StreamOutcome.CLOSED
+    assert ticket.closed_reason == sub.closed_reason
     assert store.stats()["stream_write_timeouts"] == 0
 
 

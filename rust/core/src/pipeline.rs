@@ -15,7 +15,9 @@
 //! come from one sequence of ids, so there is never a gap or a duplicate between them. Each
 //! subscription has a capacity: the number of live events (produced after it subscribed) it
 //! may fall behind by. One that falls further behind, or whose next record was overwritten,
-//! is closed with a reason and never slows anybody else.
+//! is closed with a reason and never slows anybody else. For a stream served by the stream
+//! writer, only the events the writer has offered count as lag: a burst stored between two of
+//! its rounds is the writer's backlog, not the client's.
 
 use crate::error::CoreError;
 use crate::record::{EventBuffers, EventBuilder, EventFields, OwnedEvent};
@@ -91,6 +93,12 @@ struct SubState {
     /// The first id produced after it subscribed: history before it does not count as lag.
     live_from: u64,
     capacity: u64,
+    /// Lag is counted up to this id: u64::MAX (the store's head) while no writer serves the
+    /// subscription; under the stream writer, what it offered the client (see
+    /// `stream::hub`), so events stored since its last round (its 20 ms gathering: thousands
+    /// when the scheduler places a thousand asks at once) never cut a client that takes every
+    /// chunk.
+    offered: AtomicU64,
     closed: Mutex<Option<&'static str>>,
     /// Held while reading, so two threads reading one subscription never deliver the same
     /// events twice.
@@ -98,6 +106,13 @@ struct SubState {
 }
 
 impl SubState {
+    /// More live events than its capacity behind, counting up to `next` (the store's head) or
+    /// what the writer offered, whichever is lower.
+    fn too_far_behind(&self, cursor: u64, next: u64) -> bool {
+        let offered = next.min(self.offered.load(Ordering::Acquire));
+        offered.saturating_sub(cursor.max(self.live_from)) > self.capacity
+    }
+
     fn close(&self, reason: &'static str) -> bool {
         let mut closed = self.closed.lock();
         if closed.is_some() {
@@ -133,6 +148,17 @@ impl Cursor {
     /// events.
     pub(crate) fn lock_reads(&self) -> parking_lot::MutexGuard<'_, ()> {
         self.state.reading.lock()
+    }
+
+    /// The writer offered the client every event before `head`: from now on lag is counted up
+    /// to it, not up to the store's head. Checked here too, as the consumer checks each batch:
+    /// the client that stopped reading may fall behind after the last batch was stored.
+    pub(crate) fn offer(&self, head: u64) {
+        self.state.offered.store(head, Ordering::Release);
+        if self.state.too_far_behind(self.position(), u64::MAX) && self.state.close(CLOSED_SLOW) {
+            self.shared.slow_closed.fetch_add(1, Ordering::Relaxed);
+            unregister(&self.shared, &self.state);
+        }
     }
 
     /// Marks `n` events from the position as delivered.
@@ -370,6 +396,7 @@ impl EventPipeline {
             cursor: AtomicU64::new(start),
             live_from: store.next_id(),
             capacity: capacity.max(1),
+            offered: AtomicU64::new(u64::MAX),
             closed: Mutex::new(None),
             reading: Mutex::new(()),
         });
@@ -533,9 +560,8 @@ fn sweep_subscribers(s: &Shared, next: u64, lowest: u64, empty: bool) {
     let mut subs = s.subscribers.lock();
     subs.retain(|sub| {
         let cursor = sub.cursor.load(Ordering::Acquire);
-        let lag = next.saturating_sub(cursor.max(sub.live_from));
         let overwritten = cursor < next && (empty || cursor < lowest);
-        let reason = if lag > sub.capacity {
+        let reason = if sub.too_far_behind(cursor, next) {
             Some(CLOSED_SLOW)
         } else if overwritten {
             Some(CLOSED_OVERWRITTEN)

@@ -66,6 +66,11 @@ impl Conn {
         self.cursor.position()
     }
 
+    /// The writer offered every event before `head` to the client (see [`Cursor::offer`]).
+    pub(super) fn offer(&self, head: u64) {
+        self.cursor.offer(head);
+    }
+
     /// The id the next stored event will get.
     pub(super) fn head(&self) -> u64 {
         self.cursor.shared().head().next_id

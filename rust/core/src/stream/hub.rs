@@ -185,7 +185,13 @@ fn run(shared: &Shared) {
                 Some(StreamOutcome::PeerClosed)
             } else {
                 // After a stop every stream gets its remaining events at once.
-                serve(conn, head.next_id, round || head.stopped, &window, now)
+                let outcome = serve(conn, head.next_id, round || head.stopped, &window, now);
+                // The client's lag is what it left in a full socket: with a chunk waiting, every
+                // event up to the last round's head was offered to it; otherwise it took all it
+                // was given and what is left (a burst since the round, the rest of a capped
+                // chunk) is the writer's backlog, never a reason to cut the stream.
+                conn.offer(if conn.has_pending() { served_head } else { conn.position() });
+                outcome
             };
             match outcome {
                 None => true,

@@ -176,6 +176,10 @@ pub(crate) fn open(cursor: &Cursor, fd: BorrowedFd<'_>, options: StreamOptions<'
     // Registered before the history goes out, so a release reaches a replaying stream too.
     hub::register(shared, &stream);
     let mut conn = Conn::new(Arc::clone(&stream), cursor.clone(), fd, options);
+    // From here lag counts only what the writer offers (`Cursor::offer`): nothing while the
+    // history goes out (a stuck client meets the write deadline), then what the hub's turns
+    // leave in a full socket.
+    conn.offer(conn.position());
     match replay::run(&mut conn) {
         Some(outcome) => finish(shared, &conn, outcome),
         None => hub::adopt(shared, conn),

@@ -232,24 +232,56 @@ fn a_close_delimited_body_has_no_chunk_framing() {
 #[test]
 fn a_client_that_stops_reading_is_cut_and_the_others_continue() {
     let p = EventPipeline::new(200_000, 200_000);
-    let (slow_server, _slow_client) = connection();
+    let (slow_server, slow_client) = connection();
     let (fast_server, fast_client) = connection();
     let slow_sub = p.subscribe_recent(0, 2_000).unwrap();
     let fast_sub = p.subscribe_recent(0, 200_000).unwrap();
     let slow = p.open_stream(&slow_sub, slow_server.as_fd(), options(Duration::from_secs(30))).unwrap();
     let fast = p.open_stream(&fast_sub, fast_server.as_fd(), options(Duration::from_secs(30))).unwrap();
     let mut reader = Reader::new(fast_client);
-    // Far more than the socket buffers hold.
+    // Far more than the socket buffers hold: the slow client's socket fills, its chunk waits,
+    // and the writer's next rounds offer it more than its capacity.
     let mut sent = 0i64;
-    while slow.outcome().is_none() && sent < 190_000 {
+    while p.stats().slow_closed == 0 && sent < 190_000 {
         add(&p, sent..sent + 10_000);
         sent += 10_000;
         reader.read_until(sent as usize, Duration::from_secs(10));
+        thread::sleep(ROUND_GAP); // a round of the writer
     }
-    assert_eq!(outcome(&slow, Duration::from_secs(5)), StreamOutcome::Closed(CLOSED_SLOW));
-    assert_eq!(p.stats().stream_write_timeouts, 0);
+    assert_eq!(p.stats().slow_closed, 1);
     assert_eq!(reader.read_until(sent as usize, Duration::from_secs(10)), sent as usize);
     assert_eq!(fast.outcome(), None);
+    // The closing line waits in the socket behind the chunk: a client that reads again gets
+    // both, and the stream ends as cut for falling behind.
+    let mut slow_reader = Reader::new(slow_client);
+    let got = slow_reader.read_until(sent as usize, Duration::from_secs(2));
+    assert!(got < sent as usize, "the cut client got {got} of {sent}");
+    assert_eq!(outcome(&slow, Duration::from_secs(5)), StreamOutcome::Closed(CLOSED_SLOW));
+    assert_eq!(closing_description(&slow_reader).as_deref(), Some(CLOSED_SLOW));
+    assert_eq!(p.stats().stream_write_timeouts, 0);
+}
+
+#[test]
+fn a_burst_beyond_the_capacity_between_two_rounds_does_not_cut_a_client_that_reads() {
+    // The scheduler can store thousands of events within one of the writer's 20 ms rounds: a
+    // client that takes every chunk it is given is not behind, whatever the burst.
+    let p = EventPipeline::new(200_000, 200_000);
+    let (server, client) = connection();
+    let sub = p.subscribe_recent(0, 2_000).unwrap();
+    let ticket = p.open_stream(&sub, server.as_fd(), options(Duration::from_secs(30))).unwrap();
+    let bursts = 5;
+    let reading = thread::spawn(move || {
+        let mut reader = Reader::new(client);
+        (reader.read_until(bursts * 10_000, Duration::from_secs(30)), reader) // the reader keeps the socket open
+    });
+    for burst in 0..bursts as i64 {
+        add(&p, burst * 10_000..(burst + 1) * 10_000);
+        thread::sleep(Duration::from_millis(30));
+    }
+    let (read, _open) = reading.join().unwrap();
+    assert_eq!(read, bursts * 10_000);
+    assert_eq!(ticket.outcome(), None);
+    assert_eq!(p.stats().slow_closed, 0);
 }
 
 #[test]
