@@ -1,6 +1,6 @@
 //! The stream writer over real loopback sockets.
 
-use super::hub::wake;
+use super::hub::{self, wake};
 use super::*;
 use crate::pipeline::{EventPipeline, Subscription, CLOSED_SLOW, CLOSED_STOPPED};
 use std::sync::atomic::AtomicBool;
@@ -115,6 +115,36 @@ fn attached(p: &EventPipeline, capacity: u64, write_timeout: Duration) -> (Strea
 
 fn outcome(ticket: &StreamTicket, limit: Duration) -> StreamOutcome {
     ticket.wait(limit).expect("the stream should have ended")
+}
+
+/// A thread's niceness from its /proc stat line (field 19); None once the thread is gone.
+fn niceness(stat_path: &std::path::Path) -> Option<i32> {
+    let stat = std::fs::read_to_string(stat_path).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 2..];
+    after_name.split(' ').nth(16)?.parse().ok()
+}
+
+#[test]
+fn the_writer_thread_stands_back_for_the_scheduling_thread() {
+    let p = EventPipeline::new(1_000, 1_000);
+    let (_ticket, _sub, _server, _client) = attached(&p, 2_000, Duration::from_secs(5));
+    let own = niceness(std::path::Path::new("/proc/thread-self/stat")).unwrap();
+    let expected = (own + hub::WRITER_NICENESS).min(19);
+    let writers = || -> Vec<i32> {
+        std::fs::read_dir("/proc/self/task")
+            .unwrap()
+            .filter_map(|task| task.ok().map(|t| t.path()))
+            .filter(|task| std::fs::read_to_string(task.join("comm")).is_ok_and(|name| name.starts_with("pyscheduler-str")))
+            .filter_map(|task| niceness(&task.join("stat")))
+            .collect()
+    };
+    // Each test's pipeline has a writer of its own; every one sets its niceness as it starts.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while writers().iter().any(|&n| n != expected) && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(5));
+    }
+    let found = writers();
+    assert!(!found.is_empty() && found.iter().all(|&n| n == expected), "{found:?}, own {own}");
 }
 
 #[test]
