@@ -155,9 +155,9 @@ impl Cursor {
     /// the client that stopped reading may fall behind after the last batch was stored.
     pub(crate) fn offer(&self, head: u64) {
         self.state.offered.store(head, Ordering::Release);
-        if self.state.too_far_behind(self.position(), u64::MAX) && self.state.close(CLOSED_SLOW) {
-            self.shared.slow_closed.fetch_add(1, Ordering::Relaxed);
-            unregister(&self.shared, &self.state);
+        // u64::MAX as the store's head: only the offer bounds the lag here.
+        if self.state.too_far_behind(self.position(), u64::MAX) {
+            self.close_behind(CLOSED_SLOW);
         }
     }
 
@@ -174,15 +174,16 @@ impl Cursor {
         let position = self.position();
         if !store.contains(position) {
             drop(store);
-            self.close_overwritten();
+            self.close_behind(CLOSED_OVERWRITTEN);
             return None;
         }
         let info = store.write_ndjson(out, position, max.max(1));
         Some(info.written.expect("the position is held").1 as u64)
     }
 
-    fn close_overwritten(&self) {
-        if self.state.close(CLOSED_OVERWRITTEN) {
+    /// Closed for falling behind (too slow, or its next event overwritten): counted once.
+    fn close_behind(&self, reason: &'static str) {
+        if self.state.close(reason) {
             self.shared.slow_closed.fetch_add(1, Ordering::Relaxed);
         }
         unregister(&self.shared, &self.state);

@@ -91,6 +91,11 @@ fn new_resource(py: Python<'_>, q: Quantities) -> PyResult<Py<Resource>> {
     Py::new(py, Resource { q, view: std::sync::OnceLock::new() })
 }
 
+/// An int that is not a bool (True is an int to Python, never a quantity or a factor here).
+fn is_plain_int(value: &Bound<'_, PyAny>) -> bool {
+    value.is_instance_of::<pyo3::types::PyInt>() && !value.is_instance_of::<pyo3::types::PyBool>()
+}
+
 /// A checked `Quantities` from a mapping of name to int64 (ResourceError naming the entry).
 fn checked(quantities: &Bound<'_, PyAny>) -> PyResult<Quantities> {
     if let Ok(resource) = quantities.cast::<Resource>() {
@@ -114,7 +119,7 @@ fn checked(quantities: &Bound<'_, PyAny>) -> PyResult<Quantities> {
             Ok(text) if text.to_str().is_ok_and(|t| !t.is_empty()) => text.clone(),
             _ => return Err(resource_error(format!("resource names must be non-empty UTF-8 strings, got {}", name.repr()?))),
         };
-        if value.is_instance_of::<pyo3::types::PyBool>() || !value.is_instance_of::<pyo3::types::PyInt>() {
+        if !is_plain_int(&value) {
             return Err(resource_error(format!("quantity of {} must be an integer, got {}", name.repr()?, value.repr()?)));
         }
         let Ok(amount) = value.extract::<i64>() else {
@@ -320,7 +325,7 @@ impl Resource {
     }
 
     fn multiply(&self, py: Python<'_>, factor: &Bound<'_, PyAny>) -> PyResult<Py<Resource>> {
-        if factor.is_instance_of::<pyo3::types::PyBool>() || !factor.is_instance_of::<pyo3::types::PyInt>() {
+        if !is_plain_int(factor) {
             return Err(pyo3::exceptions::PyTypeError::new_err(format!("a resource is multiplied by an integer, got {}", factor.repr()?)));
         }
         // A factor past i128 saturates like any other product past int64.

@@ -198,11 +198,14 @@ fn run(shared: &Shared) {
             } else {
                 // After a stop every stream gets its remaining events at once.
                 let outcome = serve(conn, head.next_id, round || head.stopped, &window, now);
-                // The client's lag is what it left in a full socket: with a chunk waiting, every
-                // event up to the last round's head was offered to it; otherwise it took all it
-                // was given and what is left (a burst since the round, the rest of a capped
-                // chunk) is the writer's backlog, never a reason to cut the stream.
-                conn.offer(if conn.has_pending() { served_head } else { conn.position() });
+                if outcome.is_none() {
+                    // The client's lag is what it left in a full socket: with a chunk waiting, every
+                    // event up to the last round's head was offered to it; otherwise it took all
+                    // it was given and what is left (a burst since the round, the rest of a
+                    // capped chunk) is the writer's backlog, never a reason to cut the stream.
+                    // An ended stream is not offered anything (a write timeout is not also a cut).
+                    conn.offer(if conn.has_pending() { served_head } else { conn.position() });
+                }
                 outcome
             };
             match outcome {
