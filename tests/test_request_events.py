@@ -155,3 +155,21 @@ def test_an_ask_that_fits_emits_nothing(world: World) -> None:
     _cycle(world)
     assert "small" in world.app("app-1").allocations
     assert _sent(world) == []
+
+
+def test_an_ask_no_node_has_room_for_is_reported_rate_limited(world: World) -> None:
+    """The cluster has room in total (the queue's headroom holds it) but no node does: the RM
+    hears it at once (kube-scheduler's "0/N nodes are available: Insufficient ..."), then at most
+    once per interval."""
+    world.add_app("app-1", "root.b", user="bob")
+    world.ask("wide", "app-1", res(memory=1500))
+    _cycle(world)
+    (record,) = _sent(world)
+    assert _is_request(record, "wide", "app-1")
+    assert record.message == "Unschedulable request 'wide': no node has room for it (requested map[memory:1500])"
+    _cycle(world)
+    assert _sent(world) == []
+    world.advance(PREDICATES_EVENT_INTERVAL)
+    _cycle(world)
+    (again,) = _sent(world)
+    assert again.message == record.message

@@ -7,6 +7,10 @@ Settings come from the environment of the served process: ``PYSCHEDULER_K8S_KUBE
 (comma-separated; default ``pyscheduler,yunikorn``), ``PYSCHEDULER_K8S_NAMESPACE`` (where the
 ``pyscheduler-configs`` ConfigMap is; default: the pod's own namespace in a cluster, else
 ``default``).
+
+The queues come from the ``pyscheduler-configs`` (else ``yunikorn-configs``) ConfigMap, else from
+``--config``, else YuniKorn's default: the ``namespace`` tag placement rule with ``create: true``
+(a pod lands in ``root.<namespace>``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from pyscheduler_k8s.kubeapi import SERVICE_ACCOUNT_DIR, ClusterAccess, KubeApi
 from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES
 from pyscheduler_k8s.leader import LeaseSettings, default_identity
 from pyscheduler_k8s.replica import Replica
-from pyscheduler_k8s.shim import KubeShim, ShimOptions
+from pyscheduler_k8s.shim import DEFAULT_QUEUES, KubeShim, ShimOptions
 
 __all__ = ["KubeShim", "Replica", "ShimOptions", "attach"]
 
@@ -43,8 +47,13 @@ def attach(service: Any) -> Replica | KubeShim:
     api = KubeApi(access)
     options = ShimOptions(scheduler_names=names or DEFAULT_SCHEDULER_NAMES, namespace=_namespace())
 
+    # Without --config the queues are YuniKorn's default (the namespace placement rule), not
+    # the service's own (everything in root.default); a ConfigMap overrides either.
+    given = getattr(getattr(service, "options", None), "config_path", None) is not None
+    config_text = service.config_text if given else DEFAULT_QUEUES
+
     def make_shim() -> KubeShim:
-        return KubeShim(service.proxy, api, service.config_text, options)
+        return KubeShim(service.proxy, api, config_text, options)
 
     if os.environ.get("PYSCHEDULER_K8S_LEADER_ELECTION", "true").strip().lower() in ("0", "false", "no", "off"):
         shim = make_shim()

@@ -50,6 +50,7 @@ from pyscheduler.common.errors import ConfigError
 from pyscheduler.common.resources import Resource
 from pyscheduler.si import messages as si
 from pyscheduler.si.events import EventRecord, EventRecordType
+from pyscheduler_k8s.cluster_index import ClusterIndex, PlacedPod, PodConstraints, pod_constraints
 from pyscheduler_k8s.cnr import CNR_PATH, ReportedNode, reported_node
 from pyscheduler_k8s.gang import TIMEOUT_MESSAGE, TIMEOUT_REASON, GangError, GangSpec, gang_of, placeholder_ask, \
     placeholder_pods
@@ -57,9 +58,11 @@ from pyscheduler_k8s.kubeapi import KubeApi, KubeApiError, WatchExpired
 from pyscheduler_k8s.nodes import NodeView, node_view
 from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES, PodView, allow_preemption_of, is_terminal, pod_view
 from pyscheduler_k8s.roles import HISTORY_KEY_TAG, ROLE_TAG
-from pyscheduler_k8s.predicates import HostPort, check_node, host_ports
+from pyscheduler_k8s.predicates import HostPort, check_node, host_ports, inclusion_passes
+from pyscheduler_k8s.selectors import SelectorError
+from pyscheduler_k8s.status_writer import CoalescingWriter
 
-__all__ = ["KubeShim", "ShimOptions"]
+__all__ = ["DEFAULT_QUEUES", "KubeShim", "ShimOptions"]
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +72,11 @@ RM_ID: Final = "pyscheduler-k8s"
 RETRY_DELAY: Final = 1.0
 RETRY_BACKOFF_MAX: Final = 60.0
 UNSCHEDULABLE: Final = "Unschedulable"
+#: kube-scheduler's condition on a pod whose ``spec.schedulingGates`` are not empty.
+SCHEDULING_GATED: Final = "SchedulingGated"
+GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
+#: YuniKorn's reason on the pods of an application the core refused (they are marked Failed).
+APPLICATION_REJECTED: Final = "ApplicationRejected"
 #: Pod events waiting to be written; beyond it new ones are dropped (and counted), as
 #: kube-scheduler's broadcaster drops when its queue is full: an event is not worth stalling
 #: a binding for.
@@ -81,7 +89,22 @@ DEFAULT_EXTRA_CONFIG: Final = {"service.event.requestEventsEnabled": "true"}
 #: every other key a setting (``service.event.*``, ...).
 CONFIG_MAP_NAMES: Final = ("pyscheduler-configs", "yunikorn-configs")
 QUEUES_KEY: Final = "queues.yaml"
+#: The queues when neither a ConfigMap nor ``--config`` gives them: YuniKorn's default, so a pod
+#: lands in ``root.<its namespace>`` (created on demand) as it does on YuniKorn.
+DEFAULT_QUEUES: Final = """\
+partitions:
+  - name: default
+    placementrules:
+      - name: tag
+        value: namespace
+        create: true
+    queues:
+      - name: root
+        submitacl: '*'
+"""
 PRIORITY_CLASSES_PATH: Final = "/apis/scheduling.k8s.io/v1/priorityclasses"
+#: Namespaces are followed for their labels (pod affinity terms' ``namespaceSelector``).
+NAMESPACES_PATH: Final = "/api/v1/namespaces"
 #: Threads for the shim's other writes: placeholder pods created, victims and placeholders
 #: deleted, a failed gang's pods marked failed, and asks the core's callbacks release.
 WORKERS: Final = 4
@@ -110,6 +133,9 @@ class ShimOptions:
     #: Threads writing the pods' events (``Scheduled``, ``FailedScheduling``), apart from the
     #: binders, as kube-scheduler's event broadcaster does.
     event_writers: int = 2
+    #: Threads writing pending pods' ``PodScheduled=False`` conditions (coalesced per pod:
+    #: :mod:`.status_writer`), so a burst of pending pods never waits behind the core's events.
+    status_writers: int = 2
     #: Seconds a watch lasts before the server ends it (it is started again at once).
     watch_timeout: int = 300
     #: The namespace of the configuration's ConfigMap (:data:`CONFIG_MAP_NAMES`).
@@ -126,10 +152,12 @@ class _Pod:
     #: ``ask``: pending in the core; ``allocated``: the core placed it (binding or bound);
     #: ``released``: the core ended its allocation (its node went away); ``foreign``: another
     #: scheduler's pod on a node; ``held``: ours, but not schedulable as it is (its problem is
-    #: on the pod).
+    #: on the pod); ``gated``: ours, its ``spec.schedulingGates`` not empty yet (no ask).
     state: str
     node: str = ""
     ports: frozenset[HostPort] = frozenset()
+    #: Its required inter-pod affinity and spread constraints (:mod:`.cluster_index`).
+    constraints: PodConstraints | None = None
     #: The last reason written to the pod (so it is written once).
     reason: str = ""
     #: Bindings of it that failed (the next ask waits longer each time).
@@ -195,6 +223,9 @@ class KubeShim:
         #: a pod's ports with these only, not with every pod (that scan was most of the shim's
         #: time with 10,000 pods).
         self._port_pods: set[str] = set()
+        #: The pods on nodes and the inter-pod constraints of ours, counted for the predicates
+        #: (InterPodAffinity, PodTopologySpread); guarded by ``_lock``.
+        self._index = ClusterIndex(node_passes=inclusion_passes)
         #: Application id -> the uids of its pods known to the core.
         self._apps: dict[str, set[str]] = {}
         #: Applications the core refused: their reason, and their pods (held, the reason on
@@ -210,6 +241,9 @@ class KubeShim:
         self._stop = threading.Event()
         self._bindings: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._events: queue.Queue[tuple[dict[str, str], str, str, str]] = queue.Queue(maxsize=EVENT_QUEUE_MAX)
+        #: Pending pods' conditions to write: uid -> (message, condition reason), newest wins.
+        self._conditions: CoalescingWriter[tuple[str, str]] = CoalescingWriter(
+            self._write_condition, name="k8s-conditions")
         #: The ConfigMap's queues.yaml and settings last applied (None: the service's own).
         self._applied: tuple[str, dict[str, str]] | None = None
         self._threads: list[threading.Thread] = []
@@ -239,6 +273,7 @@ class KubeShim:
         node_version = self._relist_nodes()
         reported_version = self._relist_reported()
         classes_version = self._relist_priority_classes()
+        namespaces_version = self._relist_namespaces()
         pod_version = self._relist_pods()
         self.synced.set()
         watches: list[tuple[str, tuple[Any, ...]]] = [
@@ -250,12 +285,15 @@ class KubeShim:
                                                 self._relist_reported)))
         watches.append(("priorityclasses", (PRIORITY_CLASSES_PATH, classes_version, self._on_priority_class,
                                             self._relist_priority_classes)))
+        watches.append(("namespaces", (NAMESPACES_PATH, namespaces_version, self._on_namespace,
+                                       self._relist_namespaces)))
         for name, args in watches:
             self._spawn(f"k8s-watch-{name}", self._follow, *args)
         for n in range(self.options.binders):
             self._spawn(f"k8s-binder-{n}", self._bind_loop)
         for n in range(self.options.event_writers):
             self._spawn(f"k8s-events-{n}", self._event_loop)
+        self._conditions.start(self.options.status_writers)
 
     def _background(self, task: Callable[..., None], *args: Any) -> None:
         """Runs ``task`` on a worker thread; what it raises is logged (a pool would keep it
@@ -283,6 +321,7 @@ class KubeShim:
             self._bindings.put(None)
         for thread in self._threads:
             thread.join(timeout=5.0)
+        self._conditions.stop()
         self._work.shutdown(wait=False, cancel_futures=True)
 
     # -- following the cluster ------------------------------------------------------------------
@@ -382,6 +421,28 @@ class KubeShim:
             else:
                 self._priority_classes[str(meta.get("name", ""))] = allow_preemption_of(meta.get("annotations"))
 
+    def _relist_namespaces(self) -> str | None:
+        """Lists the namespaces for their labels; None when the shim may not (terms selecting
+        namespaces by label then see only the namespaces they name)."""
+        listed = self._optional_list(NAMESPACES_PATH, "Namespaces (their labels, for namespaceSelector)")
+        if listed is None:
+            return None
+        items, version = listed
+        present = {str((n.get("metadata") or {}).get("name", "")) for n in items}
+        with self._lock:
+            for name in [name for name in self._index.namespaces if name not in present]:
+                self._index.set_namespace(name, None)
+        for item in items:
+            self._on_namespace("ADDED", item)
+        return version
+
+    def _on_namespace(self, kind: str, namespace: dict[str, Any]) -> None:
+        meta = namespace.get("metadata") or {}
+        labels = meta.get("labels") or {}
+        with self._lock:
+            self._index.set_namespace(str(meta.get("name", "")), None if kind == "DELETED" else
+                                      {str(k): str(v) for k, v in labels.items()})
+
     def _relist_reported(self) -> str | None:
         """Lists the CustomNodeResources; None when there are none to follow (no CRD: no node
         reporters on this cluster, or the shim's role lacks them)."""
@@ -474,9 +535,11 @@ class KubeShim:
             if kind == "DELETED":
                 self._nodes.pop(view.name, None)
                 self._checked_nodes.pop(view.name, None)
+                self._index.remove_node(view.name)
             else:
                 self._nodes[view.name] = view
-                self._checked_nodes[view.name] = _as_checked(view, reported)
+                checked = self._checked_nodes[view.name] = _as_checked(view, reported)
+                self._index.set_node(checked)
         capacity = self._capacity(view, reported)
         infos: list[si.NodeInfo] = []
         if kind == "DELETED":
@@ -529,7 +592,8 @@ class KubeShim:
                 self._reported[name] = reported
             view = self._nodes.get(name)
             if view is not None:
-                self._checked_nodes[name] = _as_checked(view, reported)
+                checked = self._checked_nodes[name] = _as_checked(view, reported)
+                self._index.set_node(checked)
         unchanged = (previous.facts, previous.labels) if previous is not None else None
         if view is None or unchanged == ((reported.facts, reported.labels) if reported is not None else None):
             return  # no node yet (its creation sends it), or nothing changed
@@ -546,21 +610,30 @@ class KubeShim:
             self._pod_gone(view)
             return
         ours = view.scheduler_name in self.options.scheduler_names
+        gated = ours and not view.node_name and _gated(pod)
         bound_elsewhere = False
         with self._lock:
             known = self._pods.get(view.uid)
+            if known is not None and known.state == "gated" and not gated:
+                del self._pods[view.uid]  # its last gate went: from here on a new pod of ours
+                known = None
             if known is not None:
                 known.raw = pod
                 known.view = view
                 bound_elsewhere = known.state == "ask" and bool(view.node_name)
                 if bound_elsewhere:  # bound by someone else while it waited: an allocation there
                     known.state, known.node = "allocated", view.node_name
+                if known.node and known.state in ("allocated", "foreign"):
+                    self._index.place(_placed(known))  # its labels or deletion may have changed
         if known is not None:
             if bound_elsewhere:
                 self._withdraw_and_recover(view)
             return
+        constraints, problem = _constraints_of(pod)
+        if problem and ours and not view.problem and not view.node_name:
+            view = replace(view, problem=f"pod {view.key}: {problem}")
         gang: GangSpec | None = None
-        if ours and not view.problem and not view.node_name:
+        if ours and not view.problem and not view.node_name and not gated:
             try:
                 gang = gang_of(pod)
             except GangError as exc:
@@ -569,8 +642,10 @@ class KubeShim:
             if not ours and not view.node_name:
                 return  # another scheduler's pending pod: nothing yet
             record = _Pod(view, pod, "foreign" if not ours else "allocated" if view.node_name else "ask",
-                          node=view.node_name, ports=frozenset(host_ports(pod)))
-            refused = self._rejected_apps.get(view.app_id) if ours and not view.problem else None
+                          node=view.node_name, ports=frozenset(host_ports(pod)), constraints=constraints)
+            if gated:
+                record.state = "gated"
+            refused = self._rejected_apps.get(view.app_id) if ours and not view.problem and not gated else None
             if refused is not None:
                 view = record.view = replace(view, problem=refused[0])
                 refused[1].add(view.uid)
@@ -579,8 +654,12 @@ class KubeShim:
             self._pods[view.uid] = record
             if record.ports:
                 self._port_pods.add(view.uid)
-            new_app = ours and record.state != "held" and view.app_id not in self._apps
-            if ours and record.state != "held":
+            if record.node:
+                self._index.place(_placed(record))
+            elif ours and constraints is not None and record.state != "held":
+                self._index.track(view.uid, constraints)
+            new_app = ours and record.state not in ("held", "gated") and view.app_id not in self._apps
+            if ours and record.state not in ("held", "gated"):
                 self._apps.setdefault(view.app_id, set()).add(view.uid)
             if new_app and gang is not None:
                 self._gangs[view.app_id] = _Gang(gang)
@@ -594,8 +673,14 @@ class KubeShim:
                                          resource_per_alloc=si_resource(view.request),
                                          allocation_tags={si.FOREIGN: si.ALLOC_TYPE_DEFAULT}))
             return
+        if record.state == "gated":
+            self._mark_pending(view.uid, GATED_MESSAGE, SCHEDULING_GATED)
+            return
         if record.state == "held":
-            self._mark_unschedulable(view.uid, view.problem)
+            if refused is not None:
+                self._background(self._fail_pods, [view.uid], APPLICATION_REJECTED, refused[0])
+            else:
+                self._mark_unschedulable(view.uid, view.problem)
             return
         if new_app:
             self._add_application(view, gang)
@@ -647,6 +732,9 @@ class KubeShim:
         with self._lock:
             record = self._pods.pop(view.uid, None)
             self._port_pods.discard(view.uid)
+            self._index.remove(view.uid)
+            self._index.untrack(view.uid)
+            self._conditions.discard(view.uid)  # its own lock, never held while taking ours
             if record is None:
                 return
             app_left = False
@@ -663,7 +751,7 @@ class KubeShim:
                         del self._apps[record.view.app_id]
                         self._gangs.pop(record.view.app_id, None)
                         app_left = True
-        if record.state not in ("held", "released", "waiting"):
+        if record.state not in ("held", "released", "waiting", "gated"):
             self._release("" if record.state == "foreign" else record.view.app_id, view.uid,
                           record.ending or si.TerminationType.STOPPED_BY_RM,
                           "pod deleted" if record.ending else "pod ended")
@@ -704,6 +792,7 @@ class KubeShim:
             if record is None:
                 return
             record.state, record.node = "ask", ""
+            self._index.remove(uid)
             view = record.view
         self._release(view.app_id, uid, si.TerminationType.STOPPED_BY_RM, f"binding failed: {error}")
         if isinstance(error, KubeApiError) and error.status in (404, 409):
@@ -744,22 +833,38 @@ class KubeShim:
     # -- pod conditions and events ----------------------------------------------------------------
 
     def _mark_unschedulable(self, uid: str, reason: str) -> None:
+        self._mark_pending(uid, reason, UNSCHEDULABLE)
+
+    def _mark_pending(self, uid: str, message: str, condition_reason: str) -> None:
+        """``PodScheduled=False`` with ``condition_reason`` (``Unschedulable``: also a
+        ``FailedScheduling`` event; ``SchedulingGated``: the condition only, as kube-scheduler
+        writes them), once per message."""
         with self._lock:
             record = self._pods.get(uid)
-            if record is None or record.reason == reason or record.state == "allocated":
+            if record is None or record.reason == message or record.state == "allocated":
                 return
-            record.reason = reason
+            record.reason = message
+        self._conditions.submit(uid, (message, condition_reason))
+
+    def _write_condition(self, uid: str, pending: tuple[str, str]) -> None:
+        """A status writer thread: the newest condition of a pod that still waits."""
+        message, condition_reason = pending
+        with self._lock:
+            record = self._pods.get(uid)
+            if record is None or record.state == "allocated" or self._stop.is_set():
+                return
             namespace, name = record.view.namespace, record.view.name
         now = _rfc3339(self._clock())
         try:
             self.api.patch_pod_status(namespace, name, {"status": {"conditions": [{
-                "type": "PodScheduled", "status": "False", "reason": UNSCHEDULABLE, "message": reason,
+                "type": "PodScheduled", "status": "False", "reason": condition_reason, "message": message,
                 "lastTransitionTime": now}]}})
         except KubeApiError as exc:
             log.info("pod %s/%s: cannot set PodScheduled: %s", namespace, name, exc)
             return
-        self.counts.unschedulable_marked += 1
-        self._event(namespace, name, uid, "Warning", "FailedScheduling", reason)
+        if condition_reason == UNSCHEDULABLE:
+            self.counts.unschedulable_marked += 1
+            self._event(namespace, name, uid, "Warning", "FailedScheduling", message)
 
     def _event(self, namespace: str, name: str, uid: str, kind: str, reason: str, message: str) -> None:
         """A pod's event, written by an event writer thread."""
@@ -800,6 +905,8 @@ class KubeShim:
                 if record is None or record.state != "ask":
                     continue
                 record.state, record.node = "allocated", allocation.node_id
+                # Counted at once: the core's next cycle checks the next pod against it.
+                self._index.place(_placed(record))
             self._bindings.put((allocation.allocation_key, allocation.node_id))
         for rejected in response.rejected_allocations:
             with self._lock:
@@ -830,6 +937,7 @@ class KubeShim:
                 delete = record.view.placeholder
             elif record.state == "allocated":
                 record.state, record.node = "released", ""
+                self._index.remove(record.view.uid)
             view = record.view
         if kind == si.TerminationType.PREEMPTED_BY_SCHEDULER and delete:
             self._event(view.namespace, view.name, view.uid, "Normal", "Preempted", self._preempted_message(released))
@@ -889,21 +997,22 @@ class KubeShim:
         self._event(view.namespace, view.name, view.uid, "Normal", "GangScheduling",
                     f"{created} placeholder pods created for application {app_id} ({groups}), {gang.style} style")
 
-    def _fail_pods(self, uids: list[str]) -> None:
-        """A gang's Hard timeout: its pods that never ran are marked failed, as YuniKorn's shim
-        does (phase ``Failed``, reason ``ResourceReservationTimeout``)."""
+    def _fail_pods(self, uids: list[str], reason: str = TIMEOUT_REASON, message: str = TIMEOUT_MESSAGE) -> None:
+        """Pods that will never run are marked failed, as YuniKorn's shim does (phase
+        ``Failed``): a gang's Hard timeout (reason ``ResourceReservationTimeout``), an
+        application the core refused (reason ``ApplicationRejected``, the core's message)."""
         for uid in uids:
             target = self._target(uid)
             if target is None:
                 continue
             try:
                 self.api.patch_pod_status(target[0], target[1], {"status": {
-                    "phase": "Failed", "reason": TIMEOUT_REASON, "message": TIMEOUT_MESSAGE}})
+                    "phase": "Failed", "reason": reason, "message": message[:1024]}})
             except KubeApiError as exc:
                 log.warning("pod %s/%s: cannot mark it failed: %s", target[0], target[1], exc)
                 continue
             self.counts.pods_failed += 1
-            self._event(target[0], target[1], uid, "Warning", TIMEOUT_REASON, TIMEOUT_MESSAGE)
+            self._event(target[0], target[1], uid, "Warning", reason, message)
 
     def _gang_state(self, app_id: str, state: str) -> None:
         """Follows a gang application's state in the core (see :class:`_Gang`): Running, or
@@ -949,8 +1058,9 @@ class KubeShim:
                     record = self._pods.get(uid)
                     if record is not None:
                         record.state = "held"
-            for uid in uids:
-                self._mark_unschedulable(uid, reason)
+                        self._index.untrack(uid)
+            # As YuniKorn's shim: the pods fail (Job controllers and alerts act on that).
+            self._background(self._fail_pods, uids, APPLICATION_REJECTED, reason)
 
     def update_node(self, response: si.NodeResponse) -> None:
         for rejected in response.rejected:
@@ -969,6 +1079,8 @@ class KubeShim:
             self._mark_unschedulable(request.allocation_key, request.reason or "no node fits the pod")
 
     def predicates(self, args: si.PredicatesArgs) -> str | None:
+        """The node filters of :mod:`.predicates`, then InterPodAffinity and PodTopologySpread
+        against the cluster index (under the lock: the index is the cluster as of now)."""
         with self._lock:
             record = self._pods.get(args.allocation_key)
             node = self._checked_nodes.get(args.node_id)
@@ -978,12 +1090,22 @@ class KubeShim:
                 port for other in map(self._pods.__getitem__, self._port_pods)
                 if other.node == args.node_id and other.view.uid != args.allocation_key for port in other.ports]
             raw = record.raw
-        return check_node(raw, node, used)
+            reason = check_node(raw, node, used)
+            if reason is None:
+                reason = self._inter_pod(record, node)
+        return reason
+
+    def _inter_pod(self, record: _Pod, node: NodeView, gone: frozenset[str] = frozenset()) -> str | None:
+        """InterPodAffinity and PodTopologySpread (caller holds the lock)."""
+        constraints = record.constraints or _NO_CONSTRAINTS
+        reason = self._index.check(record.view.uid, constraints, record.raw, node, gone)
+        return None if reason is None else f"node {node.name}: {reason}"
 
     def preemption_predicates(self, args: si.PreemptionPredicatesArgs) -> si.PreemptionPredicatesResponse:
         """Would the pod go on the node once the victims ``[0..i]`` are gone, for the first
         ``i`` from ``start_index`` on? (The core checks the resources.) A node's selector,
-        affinity and taints do not depend on the victims; its host ports in use do."""
+        affinity and taints do not depend on the victims; its host ports in use do, and so do
+        inter-pod affinity and topology spread (the victims count as gone)."""
         keys = args.preempt_allocation_keys
         with self._lock:
             record = self._pods.get(args.allocation_key)
@@ -994,10 +1116,11 @@ class KubeShim:
                 (other.view.uid, other.ports) for other in map(self._pods.__getitem__, self._port_pods)
                 if other.node == args.node_id and other.view.uid != args.allocation_key]
             raw = record.raw
-        for index in range(max(0, args.start_index), len(keys)):
-            gone = set(keys[:index + 1])
-            if check_node(raw, node, [port for uid, ports in holders if uid not in gone for port in ports]) is None:
-                return si.PreemptionPredicatesResponse(success=True, index=index)
+            for index in range(max(0, args.start_index), len(keys)):
+                gone = frozenset(keys[:index + 1])
+                if check_node(raw, node, [port for uid, ports in holders if uid not in gone for port in ports]) is None \
+                        and self._inter_pod(record, node, gone) is None:
+                    return si.PreemptionPredicatesResponse(success=True, index=index)
         return si.PreemptionPredicatesResponse(success=False)
 
     # -- for tests and the REST status -------------------------------------------------------------
@@ -1010,6 +1133,30 @@ class KubeShim:
     def applications(self) -> dict[str, set[str]]:
         with self._lock:
             return {app: set(uids) for app, uids in self._apps.items()}
+
+
+_NO_CONSTRAINTS: Final = PodConstraints("", {})
+
+
+def _gated(pod: Mapping[str, Any]) -> bool:
+    return bool((pod.get("spec") or {}).get("schedulingGates"))
+
+
+def _constraints_of(pod: Mapping[str, Any]) -> tuple[PodConstraints | None, str]:
+    """The pod's inter-pod constraints, or why they cannot be read (a selector Kubernetes
+    would refuse)."""
+    try:
+        return pod_constraints(pod), ""
+    except SelectorError as exc:
+        return None, str(exc)
+
+
+def _placed(record: _Pod) -> PlacedPod:
+    """The pod as the cluster index counts it on its node."""
+    view = record.view
+    labels = (record.raw.get("metadata") or {}).get("labels") or {}
+    return PlacedPod(view.uid, view.namespace, labels, record.node, view.deleting,
+                     record.constraints.anti_affinity if record.constraints is not None else ())
 
 
 def _as_checked(view: NodeView, reported: ReportedNode | None) -> NodeView:

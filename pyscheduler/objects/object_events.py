@@ -107,6 +107,16 @@ class AppEvents:
         listed = "".join(f"{reason} ({failures[reason]}x); " for reason in sorted(failures))
         self.request_diagnostic(allocation_key, app_id, f"Unschedulable request '{allocation_key}': {listed}", requested)
 
+    def request_no_node_fits(self, allocation_key: str, app_id: str, requested: Resource) -> None:
+        """No schedulable node has room for the ask (the caller rate-limits it per ask, as the
+        predicates event): the RM says so on the pod, as kube-scheduler's ``0/N nodes are
+        available: Insufficient ...``, which the cluster autoscaler acts on."""
+        self.request_diagnostic(
+            allocation_key, app_id,
+            f"Unschedulable request '{allocation_key}': no node has room for it (requested {go_string(requested)})",
+            requested,
+        )
+
 
 class NodeEvents:
     """Node events: NODE records, objectID = node id."""

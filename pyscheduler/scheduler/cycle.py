@@ -469,6 +469,8 @@ class SchedulingCycle:
             return self._commit(partition, app, ask, node)
         if failures:
             self._predicates_failed(partition, app, ask, failures)
+        else:
+            self._no_node_fits(partition, app, ask)
         if self._try_preemption(partition, queue, app, ask, nodes_tried=True):
             return None
         if (now_ns - ask.create_time_ns) / 1e9 >= self.reservation_delay:
@@ -485,6 +487,15 @@ class SchedulingCycle:
             return
         ask.predicates_event_at = now
         partition.events.app.request_predicates_failed(ask.allocation_key, app.app_id, failures, ask.resource)
+
+    def _no_node_fits(self, partition: Partition, app: Application, ask: Allocation) -> None:
+        """No node had room for the ask: a request event, rate-limited as the predicates one."""
+        now = self.context.clock.monotonic()
+        last = ask.predicates_event_at
+        if last is not None and now - last < PREDICATES_EVENT_INTERVAL:
+            return
+        ask.predicates_event_at = now
+        partition.events.app.request_no_node_fits(ask.allocation_key, app.app_id, ask.resource)
 
     def _first_node(self, partition: Partition, ask: Allocation, *, skip_reserved: bool,
                     exclude: str = "", failures: dict[str, int] | None = None,
