@@ -227,3 +227,25 @@ def test_a_pod_no_node_has_room_for_is_marked_within_seconds_during_a_burst(
     assert marked_after < 20, marked_after
     kube.wait_for("FailedScheduling", lambda: [e for e in _events(kube, "wide") if e["reason"] == "FailedScheduling"],
                   timeout=10)
+
+
+def test_preferred_terms_steer_the_choice_where_the_node_policy_would_not(kube: KubeCluster, served: Served) -> None:
+    # The fair policy prefers the emptier big nodes of zone a; each preference below says b.
+    zone_b = {"small-0", "small-1"}
+    _pod(kube, "likes-b", {"app": "likes-b"}, affinity={"nodeAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [
+            {"weight": 100, "preference": {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["b"]}]}}]}})
+    kube.wait_for("likes-b in zone b", lambda: _node_of(kube, "likes-b") in zone_b, timeout=60)
+    _pod(kube, "db", {"app": "db"}, cpu="1", nodeSelector={"kubernetes.io/hostname": "small-1"})
+    kube.wait_for("db Running", lambda: _node_of(kube, "db") == "small-1", timeout=60)
+    _pod(kube, "near-db", {"app": "near-db"}, affinity={"podAffinity": {
+        "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
+            "labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}}]}})
+    kube.wait_for("near-db beside db", lambda: _node_of(kube, "near-db") == "small-1", timeout=60)
+    spread = [{"maxSkew": 1, "topologyKey": ZONE, "whenUnsatisfiable": "ScheduleAnyway",
+               "labelSelector": {"matchLabels": {"app": "soft"}}}]
+    for n in range(4):  # one at a time: each sees where the others went
+        _pod(kube, f"soft-{n}", {"app": "soft"}, topologySpreadConstraints=spread)
+        kube.wait_for(f"soft-{n} Running", lambda: _node_of(kube, f"soft-{n}"), timeout=60)
+    per_zone = Counter(NODES[_node_of(kube, f"soft-{n}")][0] for n in range(4))
+    assert per_zone == {"a": 2, "b": 2}, per_zone

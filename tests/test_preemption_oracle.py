@@ -3,10 +3,13 @@
 clusters: nested queues with guarantees, maxes, priority offsets and fences; nodes full, nearly
 full or with room; allocations of two resource types with random priorities, ages, opt-outs
 and originators; asks of random sizes and priorities; an RM that accepts or refuses nodes and
-picks indices, or no RM check at all; nodes reserved by others or unschedulable. The fast
+picks indices, or no RM check at all; nodes reserved by others or unschedulable; for some
+attempts, room already claimed on the ask's path by asks still waiting for their victims
+(``claimed``, counted as usage). The fast
 preemptor keeps one memo per cluster across its attempts (pyscheduler.scheduler.preemption.memo),
 and between the asks the cluster changes as it would between two attempts: a plan's victims
-become preempting, some allocations are released, a queue's guarantee may change."""
+become preempting, some allocations are released, a queue's guarantee may change, the claims
+come and go."""
 
 from __future__ import annotations
 
@@ -19,6 +22,7 @@ from rm_helpers import World, res
 from scheduling_helpers import config
 
 from pyscheduler.objects.node import Node
+from pyscheduler.objects.queue import Queue
 from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor, PreemptionPlan
 from pyscheduler.scheduler.preemption import typed
 from pyscheduler.scheduler.preemption.memo import PreemptionMemo
@@ -118,12 +122,35 @@ def _change_between_attempts(rng: random.Random, w: World, plan: PreemptionPlan 
     return changes
 
 
+def _claims(rng: random.Random, leaf: Queue) -> dict[str, dict[str, int]] | None:
+    """For a third of the attempts, room claimed on the ask's path as the cycle would work it out
+    (pyscheduler.scheduler.preemption.guaranteed.claimed_by_preemptors): asks of random sizes
+    below random queues of the path, each counted on every queue of the path above it (its own
+    RNG: the cluster's stays the same)."""
+    if rng.random() > 0.35:
+        return None
+    path = []
+    walk: Queue | None = leaf
+    while walk is not None:
+        path.append(walk.path)
+        walk = walk.parent
+    claimed: dict[str, dict[str, int]] = {}
+    for _ in range(rng.randrange(1, 4)):
+        amounts = {"vcore": rng.choice([500, 1000, 3000]), "memory": rng.choice([0, 10])}
+        below = rng.randrange(len(path))  # the holder's deepest queue on the ask's path
+        for queue_path in path[below:]:
+            held = claimed.setdefault(queue_path, {})
+            for name, amount in amounts.items():
+                held[name] = held.get(name, 0) + amount
+    return claimed
+
+
 @pytest.mark.parametrize("native", [True, False], ids=["native-plan", "python-plan"])
 def test_fast_and_reference_preemptors_decide_alike(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both twins of the node plan (rust/core/src/plan.rs and typed.TypedPlan) against the
     reference."""
     monkeypatch.setattr(typed, "NATIVE_PLAN", native)
-    compared = plans = victims_seen = changes = 0
+    compared = plans = victims_seen = changes = claims = 0
     KINDS: dict[str, int] = {}
     for seed in range(40):
         rng = random.Random(seed)
@@ -172,6 +199,8 @@ def test_fast_and_reference_preemptors_decide_alike(native: bool, monkeypatch: p
                       priority=rng.choice([0, 3, 10]),
                       preemption_policy=si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True))
                 ask = part.applications[app_id].asks[f"ask-{ask_number}"]
+                claimed = _claims(random.Random(seed * 1000 + ask_number), queue)
+                claims += bool(claimed)
                 for nodes_tried in (False, True):
                     for rm in (None, _rm_check(seed * 10 + ask_number)):
                         def reserved_by_others(node: Node) -> bool:
@@ -180,7 +209,8 @@ def test_fast_and_reference_preemptors_decide_alike(native: bool, monkeypatch: p
                         # The lazy victims equal a walk reading every allocation, in order and per node.
                         fast = GuaranteedPreemptor(queue, ask, part.applications, part.nodes, part.sorted_node_ids(),
                                                    nodes_tried=nodes_tried, predicates=None, preemption_predicates=None,
-                                                   reserved_by_others=reserved_by_others, memo=memo)
+                                                   reserved_by_others=reserved_by_others, memo=memo,
+                                                   claimed=claimed)
                         scanned = scan_victims(queue, ask, fast.victims)
                         assert [(e.queue.path, a.allocation_key) for e, a in fast.victims.every()] == scanned
                         for node_id in nodes:
@@ -198,7 +228,8 @@ def test_fast_and_reference_preemptors_decide_alike(native: bool, monkeypatch: p
                                              predicates=None, preemption_predicates=rm,
                                              reserved_by_others=reserved_by_others,
                                              fitting=part.fitting_node_ids if kind is GuaranteedPreemptor else None,
-                                             memo=memo if kind is GuaranteedPreemptor else None)
+                                             memo=memo if kind is GuaranteedPreemptor else None,
+                                             claimed=claimed)
                             result = preemptor.try_preemption()
                             outcomes.append(_outcome(result))
                             if isinstance(result, PreemptionPlan):
@@ -216,6 +247,7 @@ def test_fast_and_reference_preemptors_decide_alike(native: bool, monkeypatch: p
             w.close()
     assert compared == 40 * ASKS * 4
     assert changes > 300, changes
+    assert claims > 40, claims
     # The random clusters lead to plans and to every kind of failure.
     assert plans > 150 and len(KINDS) == 4, (plans, KINDS)
     assert victims_seen > 10_000, victims_seen

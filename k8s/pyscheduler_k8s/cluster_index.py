@@ -37,6 +37,9 @@ from typing import Any, Final
 
 from pyscheduler_k8s.affinity import AffinityTerm, TopologyCounts, inter_pod_affinity, matches_all, required_terms
 from pyscheduler_k8s.nodes import NodeView
+from pyscheduler_k8s.preferences import (
+    INTER_POD_AFFINITY_WEIGHT, NO_PREFERENCES, NODE_AFFINITY_WEIGHT, SPREAD_WEIGHT, TAINT_WEIGHT, Preferences,
+    affinity_scores, node_affinity_scores, preference_scores, preferences_of, spread_scores, taint_scores)
 from pyscheduler_k8s.selectors import LabelSelector
 from pyscheduler_k8s.spread import SpreadConstraint, SpreadState, spread_constraints, spread_filter, spread_state
 
@@ -54,19 +57,23 @@ class PodConstraints:
     affinity: tuple[AffinityTerm, ...] = ()
     anti_affinity: tuple[AffinityTerm, ...] = ()
     spread: tuple[SpreadConstraint, ...] = ()
+    #: Its preferred terms (scores only, :mod:`.preferences`).
+    preferences: Preferences = NO_PREFERENCES
 
     @property
     def empty(self) -> bool:
+        """No required inter-pod constraint (preferences aside)."""
         return not (self.affinity or self.anti_affinity or self.spread)
 
 
 def pod_constraints(pod: Mapping[str, Any]) -> PodConstraints:
-    """The pod's required affinity and anti-affinity terms and its ``DoNotSchedule`` spread
-    constraints. Raises :class:`~pyscheduler_k8s.selectors.SelectorError` for a broken one."""
+    """The pod's required affinity and anti-affinity terms, its ``DoNotSchedule`` spread
+    constraints and its preferred terms. Raises
+    :class:`~pyscheduler_k8s.selectors.SelectorError` for a broken one."""
     meta = pod.get("metadata") or {}
     return PodConstraints(str(meta.get("namespace") or "default"), dict(meta.get("labels") or {}),
                           required_terms(pod, "podAffinity"), required_terms(pod, "podAntiAffinity"),
-                          spread_constraints(pod))
+                          spread_constraints(pod), preferences_of(pod))
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +305,7 @@ class ClusterIndex:
     def track(self, uid: str, constraints: PodConstraints) -> None:
         """The pod will be checked (and may be again while it exists): its counters are made."""
         self.untrack(uid)
-        if constraints.empty:
+        if constraints.empty and constraints.preferences.empty:
             return
         self._tracked[uid] = constraints
         for key in self._affinity_keys(constraints):
@@ -338,11 +345,13 @@ class ClusterIndex:
         keys: list[tuple[AffinityTerm, ...]] = [(term,) for term in constraints.anti_affinity]
         if constraints.affinity:
             keys.append(constraints.affinity)
+        keys += [(term,) for _, term in constraints.preferences.pod_affinity]
         return keys
 
     @staticmethod
-    def _spread_keys(constraints: PodConstraints) -> list[_SpreadKey]:
-        return [(constraints.namespace, c.selector, c.topology_key) for c in constraints.spread]
+    def _spread_keys(constraints: PodConstraints, soft: bool = True) -> list[_SpreadKey]:
+        spread = constraints.spread + constraints.preferences.spread if soft else constraints.spread
+        return [(constraints.namespace, c.selector, c.topology_key) for c in spread]
 
     # -- the check ----------------------------------------------------------------------------------
 
@@ -424,7 +433,7 @@ class ClusterIndex:
             cached = self._spread_states.get(uid)
             if cached is not None and cached[0] == self.generation:
                 return cached[1]
-        counters = [self._spread[key] for key in self._spread_keys(constraints)]
+        counters = [self._spread[key] for key in self._spread_keys(constraints, soft=False)]
         honors = self._node_passes is not None and any(
             (c.honor_node_affinity and _has_node_filter(pod)) or c.honor_taints for c in constraints.spread)
         keys = {c.topology_key for c in constraints.spread}
@@ -462,6 +471,39 @@ class ClusterIndex:
                         if s.counts(gone):
                             matching[i] -= 1
             yield labels, eligible, matching
+
+    # -- preferences ----------------------------------------------------------------------------------
+
+    def scores(self, uid: str, constraints: PodConstraints, pod: Mapping[str, Any], nodes: list[NodeView],
+               node_term_matches: Callable[[Mapping[str, Any], NodeView], bool],
+               tolerated: Callable[[Iterable[Mapping[str, Any]], tuple[str, str, str]], bool]) -> list[int]:
+        """The pod's preference for each of ``nodes`` (0..100, :mod:`.preferences`);
+        ``node_term_matches`` and ``tolerated`` are the node affinity and toleration rules."""
+        preferences = constraints.preferences
+        if preferences.empty:
+            return [0] * len(nodes)
+        if uid not in self._tracked:
+            self.track(uid, constraints)
+            try:
+                return self.scores(uid, constraints, pod, nodes, node_term_matches, tolerated)
+            finally:
+                self.untrack(uid)
+        parts: list[tuple[int, list[int]]] = []
+        if preferences.node_affinity:
+            parts.append((NODE_AFFINITY_WEIGHT, node_affinity_scores(preferences, nodes, node_term_matches)))
+        if preferences.pod_affinity:
+            parts.append((INTER_POD_AFFINITY_WEIGHT, affinity_scores(
+                preferences, nodes, lambda term: self._affinity[(term,)].pairs)))
+        if preferences.spread:
+            def matching(c: SpreadConstraint, node: NodeView) -> int:
+                value = node.labels.get(c.topology_key)
+                counter = self._spread[(constraints.namespace, c.selector, c.topology_key)]
+                return counter.by_value.get(value, 0) if value is not None else 0
+
+            parts.append((SPREAD_WEIGHT, spread_scores(preferences, nodes, matching,
+                                                       lambda c: len(self._domains.get(c.topology_key, ())))))
+        parts.append((TAINT_WEIGHT, taint_scores(pod, nodes, tolerated)))
+        return preference_scores(parts, len(nodes))
 
 
 def _has_node_filter(pod: Mapping[str, Any]) -> bool:

@@ -11,11 +11,17 @@ kubernetes.md``), so pod specs written for YuniKorn work unchanged.
   ``namespace`` tag).
 - **User**: annotation ``yunikorn.apache.org/user.info`` (JSON ``{"user": ..., "groups":
   [...]}``), else ``nobody``.
-- **Request**: the sum of the containers' requests, per resource at least the largest init
-  container's, plus the pod overhead, plus one ``pods``; ``cpu`` in millicores as ``vcore``,
-  ``memory`` in bytes, every other resource (``ephemeral-storage``, ``nvidia.com/gpu``) by its
-  name. A container without requests asks for nothing (the API server already copied limits
-  into requests where only limits were set).
+- **Request**: Kubernetes' ``PodRequests`` (component-helpers ``resource``), as
+  kube-scheduler's NodeResourcesFit takes it, per resource: the sum of the containers' and the
+  sidecars' (init containers with ``restartPolicy: Always``) requests, at least the largest
+  need while an init container runs (its own requests plus those of the sidecars started before
+  it); pod-level requests (``spec.resources.requests``: ``cpu``, ``memory``, ``hugepages-*``)
+  replace that sum for their resources; plus the pod overhead; plus one ``pods`` (a ``pods``
+  request of a container is ignored, as the scheduler ignores it). The quantities are added
+  exactly and rounded up once: ``cpu`` in millicores as ``vcore``, ``memory`` in bytes, every
+  other resource (``ephemeral-storage``, ``hugepages-2Mi``, ``nvidia.com/gpu``) by its name.
+  A container without requests asks for nothing (the API server already copied limits into
+  requests where only limits were set).
 - **Priority**: ``spec.priority`` (the API server sets it from the PriorityClass), else 0.
 - **Preemption**: annotation ``yunikorn.apache.org/allow-preemption: "false"`` on the pod (else
   on its PriorityClass, which the shim looks up) keeps the pod from being a victim; its
@@ -33,14 +39,16 @@ shows on the pod.
 from __future__ import annotations
 
 import calendar
+import decimal
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Final
 
 import orjson
 
-from pyscheduler_k8s.quantity import QuantityError, to_int, to_milli
+from pyscheduler_k8s.quantity import INT64_MAX, QuantityError, parse_quantity, to_int, to_milli
 from pyscheduler_k8s.roles import history_key_of, role_of
 
 __all__ = [
@@ -88,26 +96,80 @@ def resources_of(quantities: Mapping[str, Any] | None) -> dict[str, int]:
     return out
 
 
-def _add(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+#: Exact sums of quantities (Kubernetes adds ``resource.Quantity`` values before it rounds).
+_EXACT: Final = decimal.Context(prec=200, rounding=decimal.ROUND_CEILING)
+#: The resources a pod-level request (``spec.resources.requests``) sets; ``hugepages-*`` too.
+_POD_LEVEL: Final = frozenset({"cpu", "memory"})
+_HUGEPAGES: Final = "hugepages-"
+
+
+def _requests(resources: Mapping[str, Any] | None) -> dict[str, Decimal]:
+    """A resource list as exact quantities (Kubernetes' names; a ``pods`` entry left out)."""
+    return {str(name): parse_quantity(text) for name, text in (resources or {}).items() if name != "pods"}
+
+
+def _container_requests(container: Mapping[str, Any]) -> dict[str, Decimal]:
+    return _requests((container.get("resources") or {}).get("requests"))
+
+
+def _add_into(total: dict[str, Decimal], amounts: Mapping[str, Decimal]) -> None:
     for name, value in amounts.items():
-        total[name] = total.get(name, 0) + value
+        total[name] = _EXACT.add(total[name], value) if name in total else value
+
+
+def _max_into(total: dict[str, Decimal], amounts: Mapping[str, Decimal]) -> None:
+    for name, value in amounts.items():
+        if name not in total or value > total[name]:
+            total[name] = value
+
+
+def _aggregate_requests(spec: Mapping[str, Any]) -> dict[str, Decimal]:
+    """``PodRequests``: the containers and the sidecars together, at least every init step's
+    need (KEP 753's formula), pod-level requests over that, plus the overhead."""
+    total: dict[str, Decimal] = {}
+    for container in spec.get("containers") or ():
+        _add_into(total, _container_requests(container))
+    sidecars: dict[str, Decimal] = {}
+    init_peak: dict[str, Decimal] = {}
+    for container in spec.get("initContainers") or ():
+        requests = _container_requests(container)
+        if container.get("restartPolicy") == "Always":
+            # A sidecar runs from its start to the pod's end: it adds to the pod's steady need,
+            # and to every later init container's.
+            _add_into(total, requests)
+            _add_into(sidecars, requests)
+            step = dict(sidecars)
+        else:
+            step = dict(requests)
+            _add_into(step, sidecars)
+        _max_into(init_peak, step)
+    _max_into(total, init_peak)
+    pod_level = _requests((spec.get("resources") or {}).get("requests"))
+    for name, value in pod_level.items():
+        if name in _POD_LEVEL or name.startswith(_HUGEPAGES):
+            total[name] = value
+    _add_into(total, _requests(spec.get("overhead")))
+    return total
+
+
+def _rounded_up(name: str, value: Decimal) -> int:
+    """A pod's exact request in the core's units (``MilliValue()`` for cpu, else ``Value()``)."""
+    scaled = _EXACT.scaleb(value, 3) if name == "cpu" else value
+    result = int(scaled.to_integral_value(rounding=decimal.ROUND_CEILING))
+    if not -INT64_MAX - 1 <= result <= INT64_MAX:
+        raise QuantityError(f"{name}: the pod's request {value} is beyond the int64 range")
+    return result
 
 
 def pod_request(pod: Mapping[str, Any]) -> dict[str, int]:
     """The pod's request (see the module doc); zero quantities are left out."""
     spec = pod.get("spec") or {}
     try:
-        total: dict[str, int] = {}
-        for container in spec.get("containers") or ():
-            _add(total, resources_of((container.get("resources") or {}).get("requests")))
-        for container in spec.get("initContainers") or ():
-            for name, value in resources_of((container.get("resources") or {}).get("requests")).items():
-                if value > total.get(name, 0):
-                    total[name] = value
-        _add(total, resources_of(spec.get("overhead")))
+        exact = _aggregate_requests(spec)
+        total = {resource_name(name): _rounded_up(name, value) for name, value in exact.items()}
     except QuantityError as exc:
         raise PodError(f"pod {_name(pod)}: {exc}") from exc
-    total["pods"] = total.get("pods", 0) + 1
+    total["pods"] = 1
     return {name: value for name, value in total.items() if value}
 
 

@@ -45,6 +45,7 @@ __all__ = [
     "host_ports",
     "inclusion_passes",
     "node_affinity_passes",
+    "node_selector_term_matches",
     "node_unschedulable",
     "tolerations_tolerate",
     "untolerated_taint",
@@ -57,6 +58,8 @@ _EVERY_ADDRESS: Final = frozenset({"", "0.0.0.0"})
 #: The taint a cordoned node stands for (``v1.TaintNodeUnschedulable``).
 UNSCHEDULABLE_TAINT: Final[Taint] = ("node.kubernetes.io/unschedulable", "", "NoSchedule")
 _REFUSING_EFFECTS: Final = frozenset({"NoSchedule", "NoExecute"})
+#: A spec's objects: dicts as decoded JSON is, first (the quick check), any mapping too.
+_MAPPINGS: Final = (dict, Mapping)
 
 _INT64_MIN: Final = -(1 << 63)
 _INT64_MAX: Final = (1 << 63) - 1
@@ -109,7 +112,6 @@ def _go_int(text: str) -> int | None:
     return value if _INT64_MIN <= value <= _INT64_MAX else None
 
 
-@functools.lru_cache(maxsize=4096)
 def _label_key_valid(key: str) -> bool:
     """``validation.IsQualifiedName``: ``[prefix/]name``, the prefix a DNS subdomain."""
     prefix, slash, name = key.rpartition("/")
@@ -118,7 +120,6 @@ def _label_key_valid(key: str) -> bool:
     return 0 < len(name) <= 63 and _LABEL_NAME.fullmatch(name) is not None
 
 
-@functools.lru_cache(maxsize=4096)
 def _label_value_valid(value: str) -> bool:
     """``validation.IsValidLabelValue``: empty, or at most 63 of a label name's characters."""
     return value == "" or (len(value) <= 63 and _LABEL_NAME.fullmatch(value) is not None)
@@ -133,18 +134,18 @@ def _strings(values: Any) -> list[str] | None:
 
 
 @functools.lru_cache(maxsize=8192)
-def _requirement(key: str, operator: Any, values: tuple[Any, ...]) -> tuple[str, frozenset[str] | int] | None:
-    """``labels.NewRequirement``: (operator, its values or its integer) for a requirement
-    Kubernetes parses, else None. Cached: a pod's terms are checked against every node."""
+def _requirement(key: str, operator: Any, values: tuple[Any, ...]) -> tuple[str, frozenset[str], int] | None:
+    """``labels.NewRequirement``: (operator, its values, its integer for ``Gt``/``Lt``) for a
+    requirement Kubernetes parses, else None. Cached: a pod's terms meet every node."""
     if not _label_key_valid(key) or not all(isinstance(v, str) and _label_value_valid(v) for v in values):
         return None
     if operator in _SET_OPERATORS:
-        return (operator, frozenset(values)) if values else None
+        return (operator, frozenset(values), 0) if values else None
     if operator in _EXISTENCE_OPERATORS:
-        return None if values else (operator, frozenset())
+        return None if values else (operator, frozenset(), 0)
     if operator in _NUMERIC_OPERATORS and len(values) == 1:
         limit = _go_int(values[0])
-        return None if limit is None else (operator, limit)
+        return None if limit is None else (operator, frozenset(), limit)
     return None
 
 
@@ -154,7 +155,7 @@ def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]
     key, values = expression.get("key"), expression.get("values")
     if values is None:
         values = ()
-    if not isinstance(key, str) or not isinstance(values, list | tuple):
+    if not isinstance(key, str) or not isinstance(values, (list, tuple)):
         return False
     try:
         parsed = _requirement(key, expression.get("operator"), tuple(values))
@@ -162,23 +163,23 @@ def _expression_matches(expression: Mapping[str, Any], labels: Mapping[str, str]
         return False
     if parsed is None:
         return False
-    operator, argument = parsed
+    operator, wanted, limit = parsed
     value = labels.get(key)
     if operator == "In":
-        return value is not None and value in argument  # type: ignore[operator]
+        return value is not None and value in wanted
     if operator == "NotIn":
-        return value is None or value not in argument  # type: ignore[operator]
+        return value is None or value not in wanted
     if operator == "Exists":
         return value is not None
     if operator == "DoesNotExist":
         return value is None
     have = None if value is None else _go_int(value)
-    return have is not None and (have > argument if operator == "Gt" else have < argument)  # type: ignore[operator]
+    return have is not None and (have > limit if operator == "Gt" else have < limit)
 
 
 def _field_valid(expression: Any) -> bool:
     """A ``matchFields`` requirement Kubernetes parses: ``In``/``NotIn`` with exactly one value."""
-    if not isinstance(expression, Mapping) or expression.get("operator") not in _SET_OPERATORS:
+    if not isinstance(expression, _MAPPINGS) or expression.get("operator") not in _SET_OPERATORS:
         return False
     values = _strings(expression.get("values"))
     return values is not None and len(values) == 1
@@ -197,7 +198,7 @@ def _term_matches(term: Mapping[str, Any], node: NodeView) -> bool:
     if not expressions and not fields:
         return False
     for expression in expressions:
-        if not isinstance(expression, Mapping) or not _expression_matches(expression, node.labels):
+        if not isinstance(expression, _MAPPINGS) or not _expression_matches(expression, node.labels):
             return False
     if not all(_field_valid(f) for f in fields):
         return False
@@ -215,10 +216,17 @@ def _selector_mismatch(pod: Mapping[str, Any], node: NodeView) -> str | None:
     required = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution")
     if required is None:
         return None
-    terms = (required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None) or ()
-    if not any(isinstance(term, Mapping) and _term_matches(term, node) for term in terms):
-        return f"node {node.name} does not match the pod's required node affinity"
-    return None
+    terms = (required.get("nodeSelectorTerms") if isinstance(required, _MAPPINGS) else None) or ()
+    for term in terms:
+        if isinstance(term, _MAPPINGS) and _term_matches(term, node):
+            return None
+    return f"node {node.name} does not match the pod's required node affinity"
+
+
+def node_selector_term_matches(term: Mapping[str, Any], node: NodeView) -> bool:
+    """One node selector term (a required term, or a preferred term's ``preference``) matches
+    the node, by the rules above."""
+    return _term_matches(term, node)
 
 
 def node_affinity_passes(pod: Mapping[str, Any], node: NodeView) -> bool:
@@ -265,7 +273,7 @@ def tolerations_tolerate(tolerations: Iterable[Mapping[str, Any]] | None, taint:
     """One of the tolerations tolerates the taint (key, value, effect). ``comparison_operators``
     is the TaintTolerationComparisonOperators feature (alpha, off in v1.37): with it, ``Lt`` and
     ``Gt`` tolerate a taint whose value, an integer, is below or above theirs."""
-    return any(isinstance(t, Mapping) and _toleration_tolerates(t, taint, comparison_operators)
+    return any(isinstance(t, _MAPPINGS) and _toleration_tolerates(t, taint, comparison_operators)
                for t in tolerations or ())
 
 

@@ -58,7 +58,8 @@ from pyscheduler_k8s.kubeapi import KubeApi, KubeApiError, WatchExpired
 from pyscheduler_k8s.nodes import NodeView, node_view
 from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES, PodView, allow_preemption_of, is_terminal, pod_view
 from pyscheduler_k8s.roles import HISTORY_KEY_TAG, ROLE_TAG
-from pyscheduler_k8s.predicates import HostPort, check_node, host_ports, inclusion_passes
+from pyscheduler_k8s.predicates import HostPort, check_node, host_ports, inclusion_passes, node_selector_term_matches, \
+    node_unschedulable, tolerations_tolerate
 from pyscheduler_k8s.selectors import SelectorError
 from pyscheduler_k8s.status_writer import CoalescingWriter
 
@@ -820,9 +821,12 @@ class KubeShim:
         if view.history_key:
             tags[HISTORY_KEY_TAG] = view.history_key
         allow_self = view.allow_preemption
-        if allow_self is None:
-            with self._lock:
+        with self._lock:
+            if allow_self is None:
                 allow_self = self._priority_classes.get(view.priority_class)
+            record = self._pods.get(view.uid)
+            if record is not None and record.constraints is not None and not record.constraints.preferences.empty:
+                tags[si.TAG_SCORE_NODES] = "true"  # the core asks score_nodes for its candidates
         return si.Allocation(
             allocation_key=view.uid, application_id=view.app_id, partition_name=self.options.partition,
             node_id=view.node_name, resource_per_alloc=si_resource(view.request), priority=view.priority,
@@ -1090,7 +1094,9 @@ class KubeShim:
                 port for other in map(self._pods.__getitem__, self._port_pods)
                 if other.node == args.node_id and other.view.uid != args.allocation_key for port in other.ports]
             raw = record.raw
-            reason = check_node(raw, node, used)
+            # A cordoned node is drained in the core too (as YuniKorn does), so this refuses
+            # only in the moment between the cordon and the core hearing of it.
+            reason = node_unschedulable(raw, node) or check_node(raw, node, used)
             if reason is None:
                 reason = self._inter_pod(record, node)
         return reason
@@ -1100,6 +1106,17 @@ class KubeShim:
         constraints = record.constraints or _NO_CONSTRAINTS
         reason = self._index.check(record.view.uid, constraints, record.raw, node, gone)
         return None if reason is None else f"node {node.name}: {reason}"
+
+    def score_nodes(self, args: si.ScoreNodesArgs) -> list[int]:
+        """The pod's preferred terms scored over the core's candidate nodes
+        (:mod:`.preferences`); the core weighs them against its own node order."""
+        with self._lock:
+            record = self._pods.get(args.allocation_key)
+            if record is None or record.constraints is None:
+                return [0] * len(args.node_ids)
+            nodes = [self._checked_nodes.get(n) or NodeView(n) for n in args.node_ids]
+            return self._index.scores(record.view.uid, record.constraints, record.raw, nodes,
+                                      node_selector_term_matches, tolerations_tolerate)
 
     def preemption_predicates(self, args: si.PreemptionPredicatesArgs) -> si.PreemptionPredicatesResponse:
         """Would the pod go on the node once the victims ``[0..i]`` are gone, for the first
@@ -1118,7 +1135,8 @@ class KubeShim:
             raw = record.raw
             for index in range(max(0, args.start_index), len(keys)):
                 gone = frozenset(keys[:index + 1])
-                if check_node(raw, node, [port for uid, ports in holders if uid not in gone for port in ports]) is None \
+                if node_unschedulable(raw, node) is None \
+                        and check_node(raw, node, [port for uid, ports in holders if uid not in gone for port in ports]) is None \
                         and self._inter_pod(record, node, gone) is None:
                     return si.PreemptionPredicatesResponse(success=True, index=index)
         return si.PreemptionPredicatesResponse(success=False)

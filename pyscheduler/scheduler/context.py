@@ -39,8 +39,10 @@ from pyscheduler.objects.partition import Partition, PartitionError, Released
 from pyscheduler.si import messages as si
 from pyscheduler.si.callback import (
     PredicatesFunc,
+    NodeScoresFunc,
     PreemptionPredicatesFunc,
     ResourceManagerCallback,
+    node_scores_of,
     predicates_of,
     preemption_predicates_of,
 )
@@ -90,6 +92,8 @@ class _RM:
     predicates: PredicatesFunc | None = None
     #: Its preemption predicates hook (None: preemption takes its first candidate node).
     preemption_predicates: PreemptionPredicatesFunc | None = None
+    #: Its node preference hook (None: asks take the first node that fits).
+    node_scores: NodeScoresFunc | None = None
     version: str = ""
     build_info: Mapping[str, str] = field(default_factory=dict)
     #: The extra configuration of the registration or of the last update_configuration.
@@ -213,6 +217,7 @@ class ClusterContext:
                     request.policy_group,
                     predicates=predicates_of(callback),
                     preemption_predicates=preemption_predicates_of(callback),
+                    node_scores=node_scores_of(callback),
                     version=request.version,
                     build_info=dict(request.build_info),
                     extra_config=dict(request.extra_config),
@@ -517,6 +522,10 @@ class ClusterContext:
     def predicates_for(self, partition: Partition) -> PredicatesFunc | None:
         rm = self._rms.get(partition.rm_id)
         return rm.predicates if rm is not None else None
+
+    def node_scores_for(self, partition: Partition) -> NodeScoresFunc | None:
+        rm = self._rms.get(partition.rm_id)
+        return rm.node_scores if rm is not None else None
 
     def preemption_predicates_for(self, partition: Partition) -> PreemptionPredicatesFunc | None:
         rm = self._rms.get(partition.rm_id)

@@ -17,7 +17,8 @@ Per partition, under its lock:
    only tries its node and otherwise reserves it at once; an ask with a role tries its role
    history node first (pyscheduler.policies.role_history) and, when it does not fit there,
    holds it with a reservation until its placement timeout; any other ask takes the first node
-   in the node order that fits and that the RM's predicates accept. An ask that fits no node
+   in the node order that fits and that the RM's predicates accept (an ask the RM ranks nodes
+   for: the best of the first few such nodes, pyscheduler.scheduler.node_preference). An ask that fits no node
    and is older than the reservation delay reserves the node it fits best.
 
 The allocation is committed in the same cycle (node, application, queues, user usage,
@@ -57,9 +58,11 @@ from pyscheduler.scheduler.preemption.guaranteed import (
     GuaranteedPreemptor,
     PreemptionPlan,
     check_preconditions,
+    claimed_by_preemptors,
 )
 from pyscheduler.si.callback import check_predicates
-from pyscheduler.si.messages import PredicatesArgs
+from pyscheduler.si.messages import TAG_SCORE_NODES, PredicatesArgs, ScoreNodesArgs
+from pyscheduler.scheduler.node_preference import best_candidate, feasible_nodes_to_find
 
 if TYPE_CHECKING:
     from pyscheduler.objects.reservation import Reservation
@@ -348,6 +351,10 @@ class SchedulingCycle:
                 preemption_predicates=self.context.preemption_predicates_for(partition),
                 reserved_by_others=reserved_by_others, fitting=partition.fitting_node_ids,
                 memo=self._preemption_memos.setdefault(partition.name, PreemptionMemo()),
+                # Earlier asks still waiting for their victims count as their queues' usage: the
+                # queue stops at its guarantee however many nodes let asks preempt at once.
+                claimed=claimed_by_preemptors(queue, reservations.by_key.values(), partition.applications)
+                if reservations.by_key else None,
             )
             outcome = preemptor.try_preemption()
         partition.preemption_latency.observe((time.perf_counter() - started) * 1e3)
@@ -505,12 +512,17 @@ class SchedulingCycle:
         logged on the ask and counted by reason in ``failures``."""
         ordering = partition.node_ordering
         predicates = self.context.predicates_for(partition)
+        scorer = self.context.node_scores_for(partition)
+        # An ask the RM ranks nodes for gathers candidates first (node_preference).
+        wanted = 1 if scorer is None or ask.tags.get(TAG_SCORE_NODES) != "true" else \
+            feasible_nodes_to_find(len(partition.nodes))
+        candidates: list[Node] = []
         demand = ask.resource
         cursor = None
         while True:
             hit = ordering.first_fit(demand, cursor, skip_reserved)
             if hit is None:
-                return None
+                break
             cursor = hit
             if hit[1] == exclude or hit[1] in avoid:
                 continue
@@ -522,7 +534,18 @@ class SchedulingCycle:
                     if failures is not None:
                         failures[reason] = failures.get(reason, 0) + 1
                     continue
-            return node
+            if wanted == 1:
+                return node
+            candidates.append(node)
+            if len(candidates) >= wanted:
+                break
+        if len(candidates) <= 1 or scorer is None:
+            return candidates[0] if candidates else None
+        try:
+            scores = scorer(ScoreNodesArgs(ask.allocation_key, tuple(n.node_id for n in candidates)))
+        except Exception:  # a broken RM expresses no preference
+            scores = None
+        return candidates[best_candidate(scores, len(candidates))]
 
     def _try_required_node(self, partition: Partition, app: Application, ask: Allocation) -> Decision | None:
         node = partition.nodes.get(ask.required_node)

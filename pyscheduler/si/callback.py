@@ -12,6 +12,10 @@ required and what is optional:
   reservations and the required-node tag only.
 - :class:`PreemptionPredicatesPlugin` (optional): ``preemption_predicates``, used by
   preemption to ask whether removing some victims would let the ask fit.
+- :class:`NodeScoresPlugin` (optional): ``score_nodes``, the RM's preference among the nodes an
+  ask tagged :data:`~pyscheduler.si.messages.TAG_SCORE_NODES` may go on (Kubernetes' preferred
+  terms). Like ``predicates`` it runs inside the cycle, under the partition's lock: fast, and
+  never calling the core.
 
 How the core calls an RM (the contract an implementation may rely on and must honour):
 
@@ -48,10 +52,14 @@ from pyscheduler.si.messages import (
     PredicatesArgs,
     PreemptionPredicatesArgs,
     PreemptionPredicatesResponse,
+    ScoreNodesArgs,
     UpdateContainerSchedulingStateRequest,
 )
 
 __all__ = [
+    "NodeScoresFunc",
+    "NodeScoresPlugin",
+    "node_scores_of",
     "PredicatesFunc",
     "PredicatesPlugin",
     "PreemptionPredicatesPlugin",
@@ -114,6 +122,26 @@ class PreemptionPredicatesPlugin(Protocol):
 
     def preemption_predicates(self, args: PreemptionPredicatesArgs) -> PreemptionPredicatesResponse:
         ...
+
+
+@runtime_checkable
+class NodeScoresPlugin(Protocol):
+    """Optional: the RM's preference among the nodes an ask may go on."""
+
+    def score_nodes(self, args: ScoreNodesArgs) -> Sequence[int]:
+        """One score per node of ``args.node_ids``, in their order, from 0 (no preference) to
+        100 (the most preferred). The core combines it with its own node order (see
+        :mod:`pyscheduler.scheduler.cycle`). A wrong length or an exception: no preference."""
+        ...
+
+
+#: The resolved ``score_nodes`` hook.
+NodeScoresFunc = Callable[[ScoreNodesArgs], Sequence[int]]
+
+
+def node_scores_of(rm: object) -> NodeScoresFunc | None:
+    """The RM's bound ``score_nodes`` method, or ``None`` when it has none."""
+    return rm.score_nodes if isinstance(rm, NodeScoresPlugin) else None
 
 
 def predicates_of(rm: object) -> PredicatesFunc | None:

@@ -74,6 +74,7 @@ __all__ = [
     "PredicatesArgs",
     "PreemptionPredicatesArgs",
     "PreemptionPredicatesResponse",
+    "ScoreNodesArgs",
     "UpdateContainerSchedulingStateRequest",
     # constants: node attributes
     "ARCH",
@@ -103,6 +104,7 @@ __all__ = [
     "KEY_POD_NAME",
     "KEY_REQUIRED_NODE",
     "TAG_REQUIRED_NODE",
+    "TAG_SCORE_NODES",
     # constants: application tags and misc
     "APP_TAG_CREATE_FORCE",
     "APP_TAG_NAMESPACE_RESOURCE_GUARANTEED",
@@ -153,6 +155,10 @@ CREATION_TIME: Final = "creationTime"
 FOREIGN: Final = "foreign"
 ALLOC_TYPE_DEFAULT: Final = "default"
 ALLOC_TYPE_STATIC: Final = "static"
+
+# "true" on an ask: the RM ranks the nodes it may go on (its preferred terms: Kubernetes'
+# preferred affinity, ScheduleAnyway spreading), through the optional ``score_nodes`` callback.
+TAG_SCORE_NODES: Final = "pyscheduler.io/score-nodes"
 
 # Application tags and miscellaneous values shared by core and shim.
 APP_TAG_NAMESPACE_RESOURCE_QUOTA: Final = "namespace.resourcequota"
@@ -732,6 +738,18 @@ class PredicatesArgs:
     allocation_key: str = ""
     node_id: str = ""
     allocate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreNodesArgs:
+    """Optional callback ``score_nodes``: how much the RM prefers each of ``node_ids`` for
+    ``allocation_key`` (every one fits and passed the predicates), in the core's node order."""
+
+    allocation_key: str = ""
+    node_ids: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        _set(self, "node_ids", _as_tuple(self.node_ids))
 
 
 @dataclass(frozen=True, slots=True)

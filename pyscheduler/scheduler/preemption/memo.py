@@ -20,7 +20,7 @@ attempts one after the other on the same memo against the slow twin that has non
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final
 
@@ -48,14 +48,16 @@ class AskLeafMemo:
     verdicts: Verdicts = field(default_factory=dict)
     typed: dict[tuple[str, ...], TypedQueues] = field(default_factory=dict)
 
-    def typed_queues(self, ask: Queue, types: Sequence[str]) -> TypedQueues:
-        """The typed queues for these ask types, started for a new attempt."""
+    def typed_queues(self, ask: Queue, types: Sequence[str],
+                     claimed: Mapping[str, Mapping[str, int]] | None = None) -> TypedQueues:
+        """The typed queues for these ask types, started for a new attempt with what is claimed
+        on the ask's path (:func:`.guaranteed.claimed_by_preemptors`)."""
         key = tuple(types)
         found = self.typed.pop(key, None)
         if found is None:
-            found = TypedQueues(ask, key)
+            found = TypedQueues(ask, key, claimed)
         else:
-            found.begin()
+            found.begin(claimed)
         self.typed[key] = found
         if len(self.typed) > TYPE_SETS:
             del self.typed[next(iter(self.typed))]

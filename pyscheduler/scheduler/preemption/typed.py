@@ -22,12 +22,16 @@ saturates there), so no sum or difference of them can overflow it.
 
 The slow twin in ``tests/preemption_reference.py`` plans with the dict snapshots; the oracle
 test compares the two on random clusters.
+
+**Claims.** A queue on the ask's path counts as used what asks already preempting below it wait
+for (``claimed``, as the dict snapshots do: :mod:`.victims`); given per attempt, it is part of
+what a queue's ``used`` is refreshed from.
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pyscheduler._native import PlanQueues
@@ -42,6 +46,8 @@ NATIVE_PLAN = True
 
 #: Per type of the ask: the remaining guarantee's quantity, or None where it has no such type.
 Remaining = list[int | None]
+#: Per type of the ask: what is claimed on a queue (None: nothing).
+Claimed = tuple[int, ...] | None
 
 
 class TypedQueue:
@@ -50,11 +56,11 @@ class TypedQueue:
     from the queue when its allocated or preempting resource was replaced), and its usage in
     the plan under way (``current``, valid while ``stamp`` is the plan's)."""
 
-    __slots__ = ("_allocated", "_preempting", "checked", "current", "guaranteed", "index", "merge", "none",
-                 "on_path", "parent", "path", "queue", "stamp", "used")
+    __slots__ = ("_allocated", "_claimed", "_preempting", "checked", "current", "guaranteed", "index", "merge",
+                 "none", "on_path", "parent", "path", "queue", "stamp", "used")
 
     def __init__(self, queue: Queue, parent: TypedQueue | None, types: Sequence[str],
-                 parent_keys: frozenset[str] | None, ask: Queue) -> None:
+                 parent_keys: frozenset[str] | None, ask: Queue, claimed: Claimed = None) -> None:
         self.queue = queue
         self.path = queue.path
         self.parent = parent
@@ -65,13 +71,14 @@ class TypedQueue:
         self.on_path: bool = bool(guaranteed) or (parent is not None and parent.on_path)
         self._allocated: object = None
         self._preempting: object = None
+        self._claimed: Claimed = None
         self.used: list[int] = []
         self.current = self.used
         self.stamp = 0
         self.checked = 0
         #: Its index in the native twin (-1: not mirrored).
         self.index = -1
-        self.refresh(types)
+        self.refresh(types, claimed)
         self.merge = False
         self.none = False
         # Root's snapshot does not know the ask's queue (victims.Victims): only below root.
@@ -85,17 +92,22 @@ class TypedQueue:
               and len(ask_guaranteed)):
             self.none = True  # Go's strings.HasPrefix, as in remaining_guaranteed
 
-    def refresh(self, types: Sequence[str]) -> bool:
-        """``used`` again from the queue, unless its resources are the ones it was made from
-        (a queue replaces them on every change, never mutates them); whether it changed."""
+    def refresh(self, types: Sequence[str], claimed: Claimed = None) -> bool:
+        """``used`` again from the queue and what is claimed on it (per type), unless they are
+        the ones it was made from (a queue replaces its resources on every change, never mutates
+        them); whether it changed."""
         queue = self.queue
         allocated, preempting = queue.allocated, queue.preempting
-        if allocated is self._allocated and preempting is self._preempting:
+        if allocated is self._allocated and preempting is self._preempting and claimed == self._claimed:
             return False
-        self._allocated, self._preempting = allocated, preempting
+        self._allocated, self._preempting, self._claimed = allocated, preempting, claimed
         held, freeing = allocated.view(), preempting.view()
-        # QueueSnapshot.used: allocated minus preempting, over allocated's types.
-        self.used = [held[t] - freeing.get(t, 0) if t in held else 0 for t in types]
+        # QueueSnapshot.used: allocated minus preempting, over allocated's types; plus the claims
+        # (added to allocated there, so a type the queue does not hold counts too).
+        used = [held[t] - freeing.get(t, 0) if t in held else 0 for t in types]
+        if claimed is not None:
+            used = [u + c for u, c in zip(used, claimed)]
+        self.used = used
         return True
 
     def keys(self, parent_keys: frozenset[str] | None) -> frozenset[str] | None:
@@ -112,17 +124,26 @@ class TypedQueues:
     kept across attempts while the tree's shape stays (:mod:`.memo`); :meth:`begin` starts an
     attempt, after which each queue's usage is checked against the queue once."""
 
-    def __init__(self, ask: Queue, types: Sequence[str]) -> None:
+    def __init__(self, ask: Queue, types: Sequence[str], claimed: Mapping[str, Mapping[str, int]] | None = None) -> None:
         self.ask = ask
         self.types = list(types)
         self._made: dict[str, tuple[TypedQueue, frozenset[str] | None]] = {}
         self._attempt = next(_attempts)
+        #: Queue path -> what is claimed on it, per type (this attempt's).
+        self._claimed: dict[str, tuple[int, ...]] = {}
+        self._set_claimed(claimed)
         #: The native twin (None: the Python twin plans).
         self.native: PlanQueues | None = PlanQueues(len(self.types)) if NATIVE_PLAN else None
 
-    def begin(self) -> None:
-        """A new attempt: the queues' usage may have changed since the last one."""
+    def begin(self, claimed: Mapping[str, Mapping[str, int]] | None = None) -> None:
+        """A new attempt: the queues' usage and the claims may have changed since the last one."""
         self._attempt = next(_attempts)
+        self._set_claimed(claimed)
+
+    def _set_claimed(self, claimed: Mapping[str, Mapping[str, int]] | None) -> None:
+        types = self.types
+        self._claimed = {path: tuple([amounts.get(t, 0) for t in types])
+                         for path, amounts in (claimed or {}).items() if amounts}
 
     def get(self, queue: Queue) -> TypedQueue:
         made = self._made.get(queue.path)
@@ -133,7 +154,7 @@ class TypedQueues:
         walk: TypedQueue | None = typed
         while walk is not None and walk.checked != attempt:
             walk.checked = attempt
-            if walk.refresh(self.types):
+            if walk.refresh(self.types, self._claimed.get(walk.path)):
                 self._mirror_usage(walk)
             walk = walk.parent
         return typed
@@ -154,7 +175,7 @@ class TypedQueues:
         if made is not None and made[0].queue is queue:
             return made
         parent, parent_keys = self._make(queue.parent) if queue.parent is not None else (None, None)
-        typed = TypedQueue(queue, parent, self.types, parent_keys, self.ask)
+        typed = TypedQueue(queue, parent, self.types, parent_keys, self.ask, self._claimed.get(queue.path))
         typed.checked = self._attempt
         self._mirror(typed)
         made = (typed, typed.keys(parent_keys))

@@ -22,11 +22,17 @@ allocations of the nodes it plans and of the leaves it needs, not at every alloc
 partition. Its order of victims is YuniKorn's collection order made deterministic: leaves
 depth-first with children by name, applications by id, allocations by key.
 
+**Asks already preempting.** The snapshots of the ask's leaf and its ancestors count as
+allocated what the caller says asks below them that triggered preemption wait for
+(``claimed``, see :func:`.guaranteed.claimed_by_preemptors`): the ask's queue stops preempting
+at its guarantee even while earlier preemptions for it are still in flight, and a victim leaf
+sharing a guaranteed ancestor with it sees that ancestor as its usage will be.
+
 **Across attempts.** Whether a leaf is within its guarantee depends only on the usage of the
 queues with a guarantee on its path (and on the tree's shape and the ask's leaf, which the
-caller's memo is kept for: :mod:`.memo`); a leaf's verdict is reused while those usages are the
-ones it was made from, so an attempt builds snapshots only for the queues whose numbers it
-actually plays with (:meth:`Victims.snapshot`).
+caller's memo is kept for: :mod:`.memo`) and on what is claimed on the ask's path; a leaf's
+verdict is reused while those are the ones it was made from, so an attempt builds snapshots
+only for the queues whose numbers it actually plays with (:meth:`Victims.snapshot`).
 """
 
 from __future__ import annotations
@@ -167,7 +173,7 @@ class Victims:
     for the same ask leaf (:mod:`.memo`), updated in place."""
 
     def __init__(self, leaf: Queue, ask: Allocation, applications: Mapping[str, Application],
-                 verdicts: Verdicts | None = None) -> None:
+                 verdicts: Verdicts | None = None, claimed: Mapping[str, Mapping[str, int]] | None = None) -> None:
         self.ask = ask
         self.ask_path = leaf.path
         self.applications = applications
@@ -175,10 +181,22 @@ class Victims:
         self.fence = fence_root(leaf, ask, self._priorities)
         self.snapshots: dict[str, QueueSnapshot] = {}
         ask_snapshot = _snapshot_of(leaf, self.snapshots, self.ask_path)
+        claimed = claimed or {}
         node = ask_snapshot
-        while node.parent is not None:  # every queue on the ask's path but root knows the ask queue
-            node.ask_queue = ask_snapshot
+        while True:
+            # Each queue's own subtree total (not added up the path: its parent has its own).
+            # Before anything is computed from the snapshot, which then stays frozen.
+            extra = claimed.get(node.path)
+            if extra:
+                allocated = node.allocated
+                for name, amount in extra.items():
+                    allocated[name] = allocated.get(name, 0) + amount
+            if node.parent is None:
+                break
+            node.ask_queue = ask_snapshot  # every queue on the ask's path but root knows the ask queue
             node = node.parent
+        #: What a kept verdict depends on besides the queues' resources: the claims on the path.
+        self._claimed_key = tuple(sorted((path, tuple(sorted(q.items()))) for path, q in claimed.items() if q))
         #: Queue path -> (the ask's priority as seen there, below a priority fence), or None
         #: when a priority fence above the ask's priority closes the subtree.
         self._seen: dict[str, tuple[int, bool] | None] = {self.fence.path: (self._priorities[self.fence.path], False)}
@@ -249,6 +267,8 @@ class Victims:
         if verdict is None or verdict.queue is not queue:
             verdict = self._verdicts[path] = Verdict.of(queue)
         inputs = verdict.inputs()
+        if self._claimed_key:
+            inputs = (*inputs, self._claimed_key)
         has_applications = bool(queue.applications)
         if (verdict.context != self._context or verdict.made_from != inputs
                 or verdict.has_applications != has_applications):
