@@ -154,6 +154,9 @@ class _SpreadCounter:
 
 
 _SpreadKey = tuple[str, LabelSelector, str]
+#: :func:`inter_pod_affinity`'s arguments after the node's labels.
+_Plan = tuple[tuple[AffinityTerm, ...], TopologyCounts, bool, list[tuple[str, TopologyCounts]],
+              list[tuple[str, TopologyCounts]]]
 
 
 class ClusterIndex:
@@ -176,6 +179,8 @@ class ClusterIndex:
         #: Bumped when the set of owned anti-affinity terms or a namespace's labels change.
         self._owned_version = 0
         self._owned_matches: dict[str, tuple[int, list[_OwnedTerm]]] = {}
+        #: Per pod: what its checks read (:meth:`_plan`), valid while ``_owned_version`` holds.
+        self._plans: dict[str, tuple[int, _Plan | None]] = {}
         #: Bumped on every change the spread state depends on.
         self.generation = 0
         self._spread_states: dict[str, tuple[int, SpreadState]] = {}
@@ -326,6 +331,7 @@ class ClusterIndex:
     def untrack(self, uid: str) -> None:
         constraints = self._tracked.pop(uid, None)
         self._owned_matches.pop(uid, None)
+        self._plans.pop(uid, None)
         self._spread_states.pop(uid, None)
         if constraints is None:
             return
@@ -374,13 +380,46 @@ class ClusterIndex:
         kube-scheduler's reason. ``constraints`` must be what :meth:`track` was given for
         ``uid`` (an untracked pod is checked against fresh counts, slower). ``gone``: pods to
         count as removed (preemption victims)."""
+        if not gone and (uid in self._tracked or constraints.empty):
+            # The common case: what the pod's checks read is gathered once (the counters' live
+            # dictionaries), kept until the set of running pods' anti-affinity terms changes.
+            cached = self._plans.get(uid)
+            plan = cached[1] if cached is not None and cached[0] == self._owned_version else self._plan(uid, constraints)
+            if plan is None:
+                return None
+            reason = inter_pod_affinity(node.labels, *plan)
+            if reason is None and constraints.spread:
+                return spread_filter(self._spread_state(uid, constraints, pod, []), node.labels)
+            return reason
+        return self._check_without(uid, constraints, pod, node, gone)
+
+    def _plan(self, uid: str, constraints: PodConstraints) -> _Plan | None:
+        """The arguments of :func:`inter_pod_affinity` for the pod (less the node's labels), or
+        None when it has no inter-pod constraint and no running pod's anti-affinity matches it."""
+        owned = self._existing_anti(uid, constraints)
+        if constraints.empty and not owned:
+            self._plans[uid] = (self._owned_version, None)
+            return None
+        plan: _Plan = (
+            constraints.affinity,
+            self._affinity[constraints.affinity].pairs if constraints.affinity else {},
+            bool(constraints.affinity) and matches_all(constraints.affinity, constraints.namespace,
+                                                       constraints.labels, self.namespace_labels),
+            [(t.topology_key, self._affinity[(t,)].pairs) for t in constraints.anti_affinity],
+            [(o.term.topology_key, o.pairs) for o in owned])
+        self._plans[uid] = (self._owned_version, plan)
+        return plan
+
+    def _check_without(self, uid: str, constraints: PodConstraints, pod: Mapping[str, Any], node: NodeView,
+                       gone: frozenset[str]) -> str | None:
+        """:meth:`check` with the pods of ``gone`` counted as removed."""
         owned = self._existing_anti(uid, constraints)
         if constraints.empty and not owned:
             return None
         if uid not in self._tracked and not constraints.empty:
             self.track(uid, constraints)
             try:
-                return self.check(uid, constraints, pod, node, gone)
+                return self._check_without(uid, constraints, pod, node, gone)
             finally:
                 self.untrack(uid)
         removed = self._without(gone)
