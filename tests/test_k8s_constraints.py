@@ -76,8 +76,9 @@ def _get(kube: KubeCluster, name: str) -> dict[str, Any]:
 
 
 def _node_of(kube: KubeCluster, name: str) -> str:
-    pod = _get(kube, name)
-    return str(pod["spec"].get("nodeName") or "") if pod.get("status", {}).get("phase") == "Running" else ""
+    """The node the pod is bound to (the binding is ours; kwok reports Running up to seconds
+    later, which says nothing about the scheduler)."""
+    return str(_get(kube, name).get("spec", {}).get("nodeName") or "")
 
 
 def _condition(kube: KubeCluster, name: str) -> dict[str, Any] | None:
@@ -110,7 +111,7 @@ def test_a_statefulset_with_required_anti_affinity_leaves_the_third_replica_pend
         nodes = {n: _node_of(kube, n) for n in names}
         return nodes if sum(1 for v in nodes.values() if v) == 2 else None
 
-    placed = kube.wait_for("two replicas Running", two_running, timeout=60)
+    placed = kube.wait_for("two replicas bound", two_running, timeout=60)
     pending = [n for n, node in placed.items() if not node]
     assert len(pending) == 1
     assert sorted(v for v in placed.values() if v) == ["big-0", "small-0"]  # one per node
@@ -130,7 +131,7 @@ def test_a_pod_with_required_affinity_goes_beside_the_pod_it_needs(kube: KubeClu
     # The cache lands on a small node (its selector says so); the fair policy would put the web
     # pod on an emptier big node, its affinity puts it beside the cache.
     _pod(kube, "cache", {"app": "cache"}, cpu="2", nodeSelector={"kubernetes.io/hostname": "small-1"})
-    kube.wait_for("cache Running", lambda: _node_of(kube, "cache") == "small-1", timeout=60)
+    kube.wait_for("cache bound", lambda: _node_of(kube, "cache") == "small-1", timeout=60)
     _pod(kube, "front", {"app": "front"}, affinity={"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
         {"labelSelector": {"matchLabels": {"app": "cache"}}, "topologyKey": "kubernetes.io/hostname"}]}})
     kube.wait_for("front beside the cache", lambda: _node_of(kube, "front") == "small-1", timeout=60)
@@ -141,10 +142,10 @@ def test_a_pod_with_required_affinity_goes_beside_the_pod_it_needs(kube: KubeClu
     # The symmetric rule: a pod that anti-affines the cache's zone is kept out of zone b, and a
     # plain pod matching an existing pod's anti-affinity is kept away from it.
     _pod(kube, "loner", {"app": "loner"}, affinity=_anti_affinity("loner", ZONE))
-    kube.wait_for("loner Running", lambda: _node_of(kube, "loner"), timeout=60)
+    kube.wait_for("loner bound", lambda: _node_of(kube, "loner"), timeout=60)
     loner_zone = NODES[_node_of(kube, "loner")][0]
     _pod(kube, "follower", {"app": "loner"})
-    kube.wait_for("follower Running", lambda: _node_of(kube, "follower"), timeout=60)
+    kube.wait_for("follower bound", lambda: _node_of(kube, "follower"), timeout=60)
     assert NODES[_node_of(kube, "follower")][0] != loner_zone
 
 
@@ -159,7 +160,7 @@ def test_a_deployment_spread_by_zone_with_max_skew_1_is_balanced(kube: KubeClust
         nodes = {n: _node_of(kube, n) for n in names}
         return nodes if all(nodes.values()) else None
 
-    placed = kube.wait_for("6 replicas Running", all_running, timeout=60)
+    placed = kube.wait_for("6 replicas bound", all_running, timeout=60)
     per_zone = Counter(NODES[node][0] for node in placed.values())
     assert per_zone == {"a": 3, "b": 3}, placed
 
@@ -208,7 +209,7 @@ def test_the_pods_of_a_rejected_application_are_marked_failed(kube: KubeCluster)
         assert events[0]["type"] == "Warning"
         # A pod of an accepted application next to it runs.
         _pod(kube, "found", {"app": "found"}, app="found-app", queue="root.team")
-        kube.wait_for("found Running", lambda: _node_of(kube, "found"), timeout=60)
+        kube.wait_for("found bound", lambda: _node_of(kube, "found"), timeout=60)
     finally:
         served.stop()
         kube.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods?gracePeriodSeconds=0")
@@ -237,7 +238,7 @@ def test_preferred_terms_steer_the_choice_where_the_node_policy_would_not(kube: 
             {"weight": 100, "preference": {"matchExpressions": [{"key": ZONE, "operator": "In", "values": ["b"]}]}}]}})
     kube.wait_for("likes-b in zone b", lambda: _node_of(kube, "likes-b") in zone_b, timeout=60)
     _pod(kube, "db", {"app": "db"}, cpu="1", nodeSelector={"kubernetes.io/hostname": "small-1"})
-    kube.wait_for("db Running", lambda: _node_of(kube, "db") == "small-1", timeout=60)
+    kube.wait_for("db bound", lambda: _node_of(kube, "db") == "small-1", timeout=60)
     _pod(kube, "near-db", {"app": "near-db"}, affinity={"podAffinity": {
         "preferredDuringSchedulingIgnoredDuringExecution": [{"weight": 100, "podAffinityTerm": {
             "labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}}]}})
@@ -246,6 +247,6 @@ def test_preferred_terms_steer_the_choice_where_the_node_policy_would_not(kube: 
                "labelSelector": {"matchLabels": {"app": "soft"}}}]
     for n in range(4):  # one at a time: each sees where the others went
         _pod(kube, f"soft-{n}", {"app": "soft"}, topologySpreadConstraints=spread)
-        kube.wait_for(f"soft-{n} Running", lambda: _node_of(kube, f"soft-{n}"), timeout=60)
+        kube.wait_for(f"soft-{n} bound", lambda: _node_of(kube, f"soft-{n}"), timeout=60)
     per_zone = Counter(NODES[_node_of(kube, f"soft-{n}")][0] for n in range(4))
     assert per_zone == {"a": 2, "b": 2}, per_zone
