@@ -41,89 +41,12 @@ pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequ
 
 NODES = 6
 NAMESPACE = "default"  # kubectl apply -f without a namespace
-#: deployments/examples/preemption/yunikorn-configs.yaml (license header left out).
-CONFIG_MAP = """\
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: yunikorn-configs
-  namespace: yunikorn
-data:
-  queues.yaml: |
-    partitions:
-      - name: default
-        queues:
-        - name: root
-          queues:
-          - name: sandbox
-            resources:
-              max:
-                {memory: 1000Mi, vcore: 1000m}
-            queues:
-            - name: tenants
-              properties:
-                preemption.policy: fence
-                preemption.delay: 10s
-              queues:
-              - name: tenant-normal
-                submitacl: '*'
-                resources:
-                  guaranteed:
-                    {memory: 300Mi, vcore: 300m}
-                properties:
-                  priority.offset: "0"
-              - name: tenant-high
-                submitacl: '*'
-                resources:
-                  guaranteed:
-                    {memory: 300Mi, vcore: 300m}
-                properties:
-                  priority.offset: "1000"
-              - name: tenant-low
-                submitacl: '*'
-                properties:
-                  priority.offset: "-1000"
-            - name: system
-              queues:
-              - name: system-low
-                submitacl: '*'
-                properties:
-                  priority.offset: "-9999"
-"""
-
-
-def _job_yaml(name: str, completions: int, queue: str) -> str:
-    """The example's Job files, which differ only in these three (license header left out)."""
-    return f"""\
-apiVersion: batch/v1
-kind: Job
-metadata:
-  name: {name}
-spec:
-  completions: {completions}
-  parallelism: {completions}
-  template:
-    metadata:
-      labels:
-        applicationId: {name}
-        queue: {queue}
-    spec:
-      schedulerName: yunikorn
-      containers:
-      - name: pause
-        image: registry.k8s.io/pause:3.7
-        resources:
-          requests:
-            cpu: "100m"
-            memory: "100Mi"
-      restartPolicy: Never
-"""
-
-
-#: low-priority-job-outside-fence.yaml, low-priority-job.yaml, normal-priority-job.yaml
-OUTSIDE = _job_yaml("low-priority-job-outside-fence", 5, "root.sandbox.system.system-low")
-LOW = _job_yaml("low-priority-job", 5, "root.sandbox.tenants.tenant-low")
-NORMAL = _job_yaml("normal-priority-job", 10, "root.sandbox.tenants.tenant-normal")
+#: The example, as YuniKorn ships it (tests/data/yunikorn_examples/README.md says from where).
+EXAMPLE = Path(__file__).resolve().parent / "data" / "yunikorn_examples" / "examples" / "preemption"
+CONFIG_MAP = (EXAMPLE / "yunikorn-configs.yaml").read_text()
+OUTSIDE = (EXAMPLE / "low-priority-job-outside-fence.yaml").read_text()
+LOW = (EXAMPLE / "low-priority-job.yaml").read_text()
+NORMAL = (EXAMPLE / "normal-priority-job.yaml").read_text()
 
 
 @pytest.fixture(scope="module")

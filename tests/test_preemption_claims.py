@@ -18,8 +18,10 @@ whatever the number of nodes (pyscheduler.scheduler.preemption.guaranteed, modul
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 from rm_helpers import World, res
 
 from pyscheduler.common.resources import Resource
@@ -28,48 +30,9 @@ from pyscheduler.scheduler.preemption.guaranteed import PREEMPTION_GUARANTEES_CH
 from pyscheduler.si import messages as si
 
 MI = 1024 * 1024
-#: The example's ConfigMap, key queues.yaml, as it is.
-EXAMPLE_QUEUES = """\
-partitions:
-  - name: default
-    queues:
-    - name: root
-      queues:
-      - name: sandbox
-        resources:
-          max:
-            {memory: 1000Mi, vcore: 1000m}
-        queues:
-        - name: tenants
-          properties:
-            preemption.policy: fence
-            preemption.delay: 10s
-          queues:
-          - name: tenant-normal
-            submitacl: '*'
-            resources:
-              guaranteed:
-                {memory: 300Mi, vcore: 300m}
-            properties:
-              priority.offset: "0"
-          - name: tenant-high
-            submitacl: '*'
-            resources:
-              guaranteed:
-                {memory: 300Mi, vcore: 300m}
-            properties:
-              priority.offset: "1000"
-          - name: tenant-low
-            submitacl: '*'
-            properties:
-              priority.offset: "-1000"
-        - name: system
-          queues:
-          - name: system-low
-            submitacl: '*'
-            properties:
-              priority.offset: "-9999"
-"""
+#: The example's ConfigMap (deployments/examples/preemption in yunikorn-k8shim), key queues.yaml.
+EXAMPLE_QUEUES = yaml.safe_load((Path(__file__).resolve().parent / "data" / "yunikorn_examples" / "examples"
+                                 / "preemption" / "yunikorn-configs.yaml").read_text())["data"]["queues.yaml"]
 #: A pod of the example's jobs as the Kubernetes shim asks for it: 100m, 100Mi and one pod.
 POD = {"vcore": 100, "memory": 100 * MI, "pods": 1}
 MAY_PREEMPT = si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True)
