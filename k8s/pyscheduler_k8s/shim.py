@@ -37,6 +37,7 @@ server (the core may call back on the calling thread).
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import logging
 import queue
 import threading
@@ -62,6 +63,7 @@ from pyscheduler_k8s.predicates import HostPort, check_node, host_ports, inclusi
     node_unschedulable, tolerations_tolerate
 from pyscheduler_k8s.selectors import SelectorError
 from pyscheduler_k8s.status_writer import CoalescingWriter
+from pyscheduler_k8s.volumes import STORAGE_PATHS, VolumeBinder, VolumeState
 
 __all__ = ["DEFAULT_QUEUES", "KubeShim", "ShimOptions"]
 
@@ -240,6 +242,10 @@ class KubeShim:
         #: Optional resources found missing (said once until they are back).
         self._absent: set[str] = set()
         self._stop = threading.Event()
+        #: Volumes (issue 30): claims, volumes, classes, CSINode limits and the pods with claims
+        #: on nodes, for the volume filters; guarded by ``_lock`` (:mod:`.volumes`).
+        self._volumes = VolumeState()
+        self._volume_binder = VolumeBinder(api, self._volumes, self._lock, self._stop)
         self._bindings: queue.Queue[tuple[str, str] | None] = queue.Queue()
         self._events: queue.Queue[tuple[dict[str, str], str, str, str]] = queue.Queue(maxsize=EVENT_QUEUE_MAX)
         #: Pending pods' conditions to write: uid -> (message, condition reason), newest wins.
@@ -275,6 +281,7 @@ class KubeShim:
         reported_version = self._relist_reported()
         classes_version = self._relist_priority_classes()
         namespaces_version = self._relist_namespaces()
+        storage_versions = {kind: self._relist_storage(kind) for kind in STORAGE_PATHS}  # volumes
         pod_version = self._relist_pods()
         self.synced.set()
         watches: list[tuple[str, tuple[Any, ...]]] = [
@@ -288,6 +295,9 @@ class KubeShim:
                                             self._relist_priority_classes)))
         watches.append(("namespaces", (NAMESPACES_PATH, namespaces_version, self._on_namespace,
                                        self._relist_namespaces)))
+        for kind, path in STORAGE_PATHS.items():  # volumes
+            watches.append((kind, (path, storage_versions[kind], functools.partial(self._on_storage, kind),
+                                   functools.partial(self._relist_storage, kind))))
         for name, args in watches:
             self._spawn(f"k8s-watch-{name}", self._follow, *args)
         for n in range(self.options.binders):
@@ -443,6 +453,23 @@ class KubeShim:
         with self._lock:
             self._index.set_namespace(str(meta.get("name", "")), None if kind == "DELETED" else
                                       {str(k): str(v) for k, v in labels.items()})
+
+    # -- volumes (issue 30: VolumeBinding, VolumeRestrictions, VolumeZone, NodeVolumeLimits) -----
+
+    def _relist_storage(self, kind: str) -> str | None:
+        """Lists one kind of :data:`~.volumes.STORAGE_PATHS` into the volume state; None when the
+        shim may not (without claims, volumes and classes the volume filters are off)."""
+        listed = self._optional_list(STORAGE_PATHS[kind], f"{kind} (the volume filters)")
+        with self._lock:
+            if listed is None:
+                self._volumes.unfollow(kind)
+                return None
+            self._volumes.replace(kind, listed[0])
+        return listed[1]
+
+    def _on_storage(self, kind: str, event: str, obj: dict[str, Any]) -> None:
+        with self._lock:
+            self._volumes.update(kind, event, obj)
 
     def _relist_reported(self) -> str | None:
         """Lists the CustomNodeResources; None when there are none to follow (no CRD: no node
@@ -626,6 +653,7 @@ class KubeShim:
                     known.state, known.node = "allocated", view.node_name
                 if known.node and known.state in ("allocated", "foreign"):
                     self._index.place(_placed(known))  # its labels or deletion may have changed
+                    self._volumes.place(view.uid, pod, known.node)
         if known is not None:
             if bound_elsewhere:
                 self._withdraw_and_recover(view)
@@ -657,6 +685,7 @@ class KubeShim:
                 self._port_pods.add(view.uid)
             if record.node:
                 self._index.place(_placed(record))
+                self._volumes.place(view.uid, pod, record.node)
             elif ours and constraints is not None and record.state != "held":
                 self._index.track(view.uid, constraints)
             new_app = ours and record.state not in ("held", "gated") and view.app_id not in self._apps
@@ -734,6 +763,7 @@ class KubeShim:
             record = self._pods.pop(view.uid, None)
             self._port_pods.discard(view.uid)
             self._index.remove(view.uid)
+            self._volumes.remove(view.uid)
             self._index.untrack(view.uid)
             self._conditions.discard(view.uid)  # its own lock, never held while taking ours
             if record is None:
@@ -775,6 +805,7 @@ class KubeShim:
             if target is None:
                 continue  # gone meanwhile: its release has been sent
             try:
+                self._volume_binder.prebind(uid, node)  # its claims bound first (PreBind)
                 self.api.bind(target[0], target[1], node)
             except Exception as exc:  # gone, bound meanwhile, or the API server failed
                 self.counts.bind_failures += 1
@@ -794,6 +825,7 @@ class KubeShim:
                 return
             record.state, record.node = "ask", ""
             self._index.remove(uid)
+            self._volumes.remove(uid)  # what was assumed for its claims is given back
             view = record.view
         self._release(view.app_id, uid, si.TerminationType.STOPPED_BY_RM, f"binding failed: {error}")
         if isinstance(error, KubeApiError) and error.status in (404, 409):
@@ -911,6 +943,9 @@ class KubeShim:
                 record.state, record.node = "allocated", allocation.node_id
                 # Counted at once: the core's next cycle checks the next pod against it.
                 self._index.place(_placed(record))
+                # Its unbound WaitForFirstConsumer claims' volumes chosen and assumed (Reserve).
+                self._volumes.place(record.view.uid, record.raw, record.node,
+                                    reserve=self._checked_nodes.get(record.node))
             self._bindings.put((allocation.allocation_key, allocation.node_id))
         for rejected in response.rejected_allocations:
             with self._lock:
@@ -942,6 +977,7 @@ class KubeShim:
             elif record.state == "allocated":
                 record.state, record.node = "released", ""
                 self._index.remove(record.view.uid)
+                self._volumes.remove(record.view.uid)
             view = record.view
         if kind == si.TerminationType.PREEMPTED_BY_SCHEDULER and delete:
             self._event(view.namespace, view.name, view.uid, "Normal", "Preempted", self._preempted_message(released))
@@ -1099,6 +1135,8 @@ class KubeShim:
             reason = node_unschedulable(raw, node) or check_node(raw, node, used)
             if reason is None:
                 reason = self._inter_pod(record, node)
+            if reason is None:  # VolumeRestrictions, NodeVolumeLimits, VolumeBinding, VolumeZone
+                reason = self._volumes.check(raw, node)
         return reason
 
     def _inter_pod(self, record: _Pod, node: NodeView, gone: frozenset[str] = frozenset()) -> str | None:
@@ -1137,7 +1175,8 @@ class KubeShim:
                 gone = frozenset(keys[:index + 1])
                 if node_unschedulable(raw, node) is None \
                         and check_node(raw, node, [port for uid, ports in holders if uid not in gone for port in ports]) is None \
-                        and self._inter_pod(record, node, gone) is None:
+                        and self._inter_pod(record, node, gone) is None \
+                        and self._volumes.check(raw, node, gone) is None:
                     return si.PreemptionPredicatesResponse(success=True, index=index)
         return si.PreemptionPredicatesResponse(success=False)
 
