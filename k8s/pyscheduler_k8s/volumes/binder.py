@@ -17,6 +17,7 @@ __all__ = ["VolumeBinder"]
 
 log = logging.getLogger(__name__)
 
+
 class VolumeBinder:
     """kube-scheduler's PreBind for the shim's binder threads: :meth:`prebind` writes the
     bindings :meth:`VolumeState.place` assumed and waits until the claims are bound (see the

@@ -23,6 +23,7 @@ __all__ = ["attachable_volumes", "binding_filter", "binding_prefilter", "csi_lim
 
 log = logging.getLogger(__name__)
 
+
 # --- shared checks ------------------------------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ __all__ = ["BIND_TIMEOUT", "Claim", "ERR_BIND_CONFLICT", "ERR_MAX_VOLUME_COUNT",
 
 log = logging.getLogger(__name__)
 
+
 #: The resources the shim follows for these filters, by the kind :meth:`VolumeState.update` takes.
 STORAGE_PATHS: Final = {
     "persistentvolumeclaims": "/api/v1/persistentvolumeclaims",
