@@ -21,6 +21,7 @@ from benchmarks import (
     events_throughput,
     gang,
     hostile_clients,
+    interpod,
     kubernetes,
     preemption,
     reporter,
@@ -124,8 +125,13 @@ def _run_rest_polling(args: argparse.Namespace, progress: Progress) -> FamilyRep
     return rest_polling.run(quick=args.quick, pollers=args.pollers or rest_polling.POLLERS, progress=progress)
 
 
+def _run_interpod(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return interpod.run(quick=args.quick, progress=progress)
+
+
 def _run_kubernetes(args: argparse.Namespace, progress: Progress) -> FamilyReport:
-    return kubernetes.run(quick=args.quick, progress=progress, nodes=args.kube_nodes, pods=args.kube_pods)
+    return kubernetes.run(quick=args.quick, progress=progress, nodes=args.kube_nodes, pods=args.kube_pods,
+                          workloads=args.kube_workloads)
 
 
 FAMILIES: dict[str, Family] = {
@@ -176,6 +182,11 @@ FAMILIES: dict[str, Family] = {
             "gang",
             "scheduling throughput with every application a gang (placeholders, then replacements) vs none",
             _run_gang,
+        ),
+        Family(
+            "interpod",
+            "the Kubernetes shim's node check with inter-pod affinity, anti-affinity and spread at 5,000 nodes",
+            _run_interpod,
         ),
         Family(
             "kubernetes",
@@ -237,6 +248,15 @@ def _accepted_by(check: Callable[[str], object]) -> Callable[[str], str]:
 
 _mix = _accepted_by(parse_mix)
 _baseline = _accepted_by(baseline_environment)
+
+
+def _kube_workloads(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in kubernetes.WORKLOADS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown workloads {unknown or text!r}: choose from {', '.join(kubernetes.WORKLOADS)}")
+    return names
 
 
 def _families(text: str) -> list[str]:
@@ -311,7 +331,14 @@ def build_parser() -> argparse.ArgumentParser:
     )
     kube = parser.add_argument_group("kubernetes")
     kube.add_argument("--kube-nodes", type=_positive, help="kwok nodes (default 1,000; --quick: 50)")
-    kube.add_argument("--kube-pods", type=_positive, help="pods per contender and phase (default 10,000; --quick: 500)")
+    kube.add_argument("--kube-pods", type=_positive,
+                      help="pods per contender and phase of the plain workload (default 10,000; --quick: 500); the "
+                      "anti-affinity and spread workloads take half as many")
+    kube.add_argument(
+        "--kube-workloads", type=_kube_workloads, metavar="WORKLOADS",
+        help=f"comma-separated workloads (default all: {','.join(kubernetes.WORKLOADS)}; the last two are "
+        "scheduler_perf's SchedulingPodAntiAffinity and TopologySpreading shapes)",
+    )
     return parser
 
 

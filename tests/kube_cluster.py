@@ -94,10 +94,13 @@ class KubeCluster:
         Ready, but no controller manager runs here."""
         self.add_nodes([name], **allocatable)
 
-    def add_nodes(self, names: list[str], timeout: float = 180.0, **allocatable: str) -> None:
-        """:meth:`add_node` for many: all created, then each made ready as kwok gets to it."""
+    def add_nodes(self, names: list[str], timeout: float = 180.0,
+                  labels: Mapping[str, Mapping[str, str]] | None = None, **allocatable: str) -> None:
+        """:meth:`add_node` for many: all created, then each made ready as kwok gets to it.
+        ``labels``: more labels per node name (e.g. a zone)."""
         for name in names:
-            answer = self.request("POST", "/api/v1/nodes", fake_node(name, **allocatable))
+            extra = labels.get(name) if labels is not None else None
+            answer = self.request("POST", "/api/v1/nodes", fake_node(name, labels=extra, **allocatable))
             if answer.status_code != 201:
                 raise RuntimeError(f"POST node {name}: {answer.status_code} {answer.text[:300]}")
         waiting = set(names)
@@ -227,12 +230,14 @@ def running_cluster(workdir: Path) -> Iterator[KubeCluster]:
         cluster.stop()
 
 
-def fake_node(name: str, cpu: str = "8", memory: str = "32Gi", pods: str = "110") -> dict[str, Any]:
-    """A node kwok manages (it makes it Ready and runs its pods)."""
+def fake_node(name: str, cpu: str = "8", memory: str = "32Gi", pods: str = "110",
+              labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A node kwok manages (it makes it Ready and runs its pods); ``labels`` join its own
+    (``kubernetes.io/hostname``, ``type: kwok``)."""
     allocatable = {"cpu": cpu, "memory": memory, "pods": pods}
     return {
         "metadata": {"name": name, "annotations": {"kwok.x-k8s.io/node": "fake"},
-                     "labels": {"kubernetes.io/hostname": name, "type": "kwok"}},
+                     "labels": {"kubernetes.io/hostname": name, "type": "kwok", **(labels or {})}},
         "spec": {"taints": []},
         "status": {"allocatable": allocatable, "capacity": allocatable},
     }
