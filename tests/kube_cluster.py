@@ -185,6 +185,11 @@ def start_cluster(workdir: Path, tools: Path | None = None, *, kwok: bool = True
             f"--cert-dir={workdir / 'certs'}", "--service-account-issuer=https://kubernetes.default.svc",
             "--service-account-key-file=sa.pub", "--service-account-signing-key-file=sa.key",
             "--token-auth-file=tokens.csv", "--authorization-mode=RBAC", "--service-cluster-ip-range=10.0.0.0/24",
+            # Debian's etcd (3.4.23) cannot be asked for watch progress, so the API server's
+            # streaming lists (watch-list, which kwok's client uses) wait for the next write to
+            # start: kwok saw pods up to 50 s late. Without WatchList the clients list, then
+            # watch (measured: bound to Running in 0.06 s instead of 0.8-52 s).
+            "--feature-gates=WatchList=false",
             *api_flags,
         ], workdir)
 
