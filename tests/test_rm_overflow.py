@@ -2,10 +2,14 @@
 
 Resource arithmetic saturates at the int64 bounds, as YuniKorn's does (``addVal``: "resource
 calculation wrapped: returned maximum value possible"), so a sum that overflows cannot fail an
-update half-way. Quantities outside int64 are refused when the message is built.
+update half-way. Quantities outside int64 are refused when the message is built. Unlike
+YuniKorn, the RM hears of a clamped total (issue 31): an event naming the type, the field and
+the object, through ``send_event``, before the update returns.
 """
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 from rm_helpers import World, check_invariants, res
@@ -14,6 +18,7 @@ from pyscheduler import dao
 from pyscheduler.common.resources import Resource, ResourceError
 from pyscheduler.scheduler.health import check_health
 from pyscheduler.si import messages as si
+from pyscheduler.si.events import EventChangeDetail, EventChangeType, EventRecord, EventRecordType
 
 INT64_MAX = (1 << 63) - 1
 INT64_MIN = -(1 << 63)
@@ -95,3 +100,77 @@ def test_an_out_of_range_quantity_is_refused_and_changes_nothing() -> None:
         si.NodeInfo(node_id="n2", action=si.NodeAction.CREATE, schedulable_resource={"memory": INT64_MAX + 1})
     assert world.partition().total == before and set(world.partition().nodes) == {"n1"}
     assert res(memory=1000)["memory"] == before["memory"]
+
+
+# -- the RM hears that its numbers were clamped (issue 31) ------------------------------------------
+
+
+def _clamped_events(world: World) -> list[EventRecord]:
+    return [e for e in world.rm.events if "took a total past the int64" in e.message]
+
+
+def test_the_rm_hears_which_node_field_was_clamped() -> None:
+    world = World()
+    world.add_node("n1", memory=NEAR)
+    assert _clamped_events(world) == []  # in range: nothing to tell
+    world.add_node("n2", memory=NEAR)
+    [event] = _clamped_events(world)  # heard before the update returned
+    assert (event.type, event.object_id, event.change_type, event.change_detail) == (
+        EventRecordType.NODE, "n2", EventChangeType.NONE, EventChangeDetail.DETAILS_NONE)
+    assert "'memory'" in event.message and "schedulable_resource" in event.message
+    assert f"clamped to {INT64_MAX}" in event.message
+    assert dict(event.resource) == {"memory": NEAR}
+    assert world.partition().total["memory"] == INT64_MAX  # applied whole, as before
+
+
+def test_the_rm_hears_which_ask_was_clamped_naming_its_application() -> None:
+    world = World()
+    world.add_node("n1", memory=1000)
+    world.add_app("app-1", "root.a")
+    world.ask("k1", "app-1", {"memory": NEAR})
+    world.ask("k2", "app-1", {"memory": NEAR, "vcore": 1})
+    [event] = _clamped_events(world)
+    assert (event.type, event.object_id, event.reference_id) == (EventRecordType.REQUEST, "k2", "app-1")
+    assert "ask 'k2'" in event.message and "resource_per_alloc" in event.message
+    assert set(world.app("app-1").asks) >= {"k1", "k2"}
+
+
+def test_of_equal_carriers_in_one_update_the_last_is_named() -> None:
+    world = World()
+    world.add_node("n1", memory=NEAR)
+    world.add_node("n2", memory=NEAR)
+    world.add_app("app-1", "root.a")
+    world.rm.clear()
+    world.allocs(
+        world.alloc_msg("r1", "app-1", {"memory": NEAR}, node_id="n1"),
+        world.alloc_msg("r2", "app-1", {"memory": NEAR}, node_id="n2"),
+    )
+    [event] = _clamped_events(world)
+    assert event.object_id == "r2" and "allocation 'r2'" in event.message
+
+
+def test_the_rm_hears_of_clamping_whatever_the_log_level(caplog: pytest.LogCaptureFixture) -> None:
+    logger = logging.getLogger("pyscheduler")
+    level = logger.level
+    logger.setLevel(logging.ERROR)  # saturation warnings silenced
+    try:
+        world = World()
+        world.add_node("n1", memory=NEAR)
+        with caplog.at_level(logging.ERROR, logger="pyscheduler"):
+            world.add_node("n2", memory=NEAR)
+        assert [e.object_id for e in _clamped_events(world)] == ["n2"]
+        assert not [r for r in caplog.records if "wrapped" in r.getMessage()]  # and they stay silenced
+    finally:
+        logger.setLevel(level)
+
+
+def test_a_failing_send_event_does_not_fail_the_update() -> None:
+    world = World()
+    world.add_node("n1", memory=NEAR)
+
+    def broken(events: object) -> None:
+        raise RuntimeError("RM down")
+
+    world.rm.send_event = broken  # type: ignore[method-assign]
+    world.add_node("n2", memory=NEAR)
+    assert set(world.partition().nodes) == {"n1", "n2"}

@@ -20,13 +20,21 @@ Semantics follow ``pkg/common/resources`` in yunikorn-core:
   :meth:`Resource.fits_in_max_undef` and :func:`component_min_undef`, where a type missing
   from a *maximum* is unlimited (queue max, user limits);
 - quantities in configuration use Kubernetes' grammar: ``<digits>[k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei]``;
-  ``vcore`` is given in cores and kept in millicores (``"10"`` is 10000, ``"500m"`` is 500).
+  ``vcore`` is given in cores and kept in millicores (``"10"`` is 10000, ``"500m"`` is 500);
+- a result past int64 is the int64 maximum (or minimum), with a warning on this module's logger
+  (YuniKorn's ``addVal``), never an error. :func:`saturations` tells a caller which types
+  saturated on its thread while it ran something (the RM proxy tells the RM, issue 31); it sees
+  them whatever the logging configuration (this logger's own level is WARNING, and a filter
+  passes a record on only as its parent loggers' level allows).
 """
 
 from __future__ import annotations
 
+import logging
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from typing import Final
 
 from pyscheduler._native import MAX_RESOURCE_TYPES, Resource, component_min_undef, transferred
@@ -42,6 +50,7 @@ __all__ = [
     "component_min_undef",
     "go_string",
     "parse_quantity",
+    "saturations",
     "transferred",
 ]
 
@@ -51,6 +60,45 @@ VCORE: Final = "vcore"
 _INT64_MAX: Final = (1 << 63) - 1
 
 Mapping.register(Resource)
+
+#: Where the native and the pure-Python arithmetic warn of a saturated result.
+_log = logging.getLogger(__name__)
+#: Per thread: the open :func:`saturations` watches, innermost last.
+_watches = threading.local()
+
+
+class _SaturationWatch(logging.Filter):
+    """Notes each saturation warning for the thread's innermost watch, then lets the record
+    through only if the parent loggers' level would have (this logger's own is WARNING, so
+    that no configuration hides a saturation from a watch)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        stack: list[dict[str, str]] | None = getattr(_watches, "stack", None)
+        if stack and record.args and isinstance(record.args, tuple):
+            bound = "minimum" if "minimum" in str(record.msg) else "maximum"
+            stack[-1].setdefault(str(record.args[0]), bound)
+        parent = _log.parent
+        return parent is None or parent.isEnabledFor(record.levelno)
+
+
+if _log.level == logging.NOTSET:
+    _log.setLevel(logging.WARNING)
+_log.addFilter(_SaturationWatch())
+
+
+@contextmanager
+def saturations() -> Iterator[dict[str, str]]:
+    """While the block runs: the resource types whose arithmetic saturated on this thread, each
+    with the bound it was clamped to (``"maximum"`` or ``"minimum"``), in the order seen. A
+    nested watch (an RM callback calling back into the core) keeps its own."""
+    stack: list[dict[str, str]] = _watches.__dict__.setdefault("stack", [])
+    seen: dict[str, str] = {}
+    stack.append(seen)
+    try:
+        yield seen
+    finally:
+        stack.pop()
+
 
 #: The empty resource. Resources are immutable, so every holder of "nothing yet" (a new
 #: application's usage, an idle node's occupied and allocated, a user's first usage) shares it.

@@ -93,7 +93,9 @@ class ResourceManagerCallback(Protocol):
         ...
 
     def send_event(self, events: Sequence[EventRecord]) -> None:
-        """Request events for the RM to surface (K8s: pod events), in batches, every ~2 s."""
+        """Request events for the RM to surface (K8s: pod events), in batches, every ~2 s; and,
+        before an update call returns, the totals that update took past int64 and that were
+        clamped (see :mod:`pyscheduler.rmproxy.proxy`)."""
         ...
 
     def update_container_scheduling_state(self, request: UpdateContainerSchedulingStateRequest) -> None:

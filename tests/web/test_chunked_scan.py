@@ -49,3 +49,10 @@ def test_malformed_framing_ends_the_scan_for_the_parser_to_answer() -> None:
         assert ChunkedBodyScanner(0).scan(bad), bad
     # A size with an extension is fine, and a body not yet complete is not an error.
     assert not ChunkedBodyScanner(0).scan(b"5;name=value\r\nab")
+
+
+def test_declared_adds_up_the_chunk_sizes_as_their_size_lines_arrive() -> None:
+    # Issue 31 (N6): a size past any limit is known before a byte of its data arrives.
+    scanner = ChunkedBodyScanner(0)
+    assert not scanner.scan(b"4\r\nabcd\r\nFFFFFFFFFFFFFFFFFF\r\nxy")
+    assert scanner.declared == 4 + 0xFFFFFFFFFFFFFFFFFF

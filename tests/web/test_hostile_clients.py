@@ -34,10 +34,14 @@ def hardened(start_server: Callable[..., Server]) -> Server:
 
 @contextmanager
 def sockets(server: Server, count: int, first: bytes = b"") -> Iterator[list[socket.socket]]:
+    """``count`` connections sending ``first``, from 127.0.0.2 on, 100 per address: the
+    worker caps the connections of one address (issue 31), and the health checks come from
+    127.0.0.1."""
     opened: list[socket.socket] = []
     try:
-        for _ in range(count):
-            sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+        for i in range(count):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=5,
+                                            source_address=(f"127.0.0.{2 + i // 100}", 0))
             if first:
                 sock.sendall(first)
             opened.append(sock)

@@ -35,12 +35,12 @@ def _positive(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0
 
 
-def _run_quick(family: str, tmp_path: Path) -> tuple[dict[str, Any], str]:
+def _run_quick(family: str, tmp_path: Path, timeout: float = 200) -> tuple[dict[str, Any], str]:
     """``python -m benchmarks FAMILY --quick --json``: the family's results and the printed tables."""
     out = tmp_path / f"{family}.json"
     done = subprocess.run(
         [sys.executable, "-m", "benchmarks", family, "--quick", "--json", str(out)],
-        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=200, check=False,
+        cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=timeout, check=False,
     )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results: dict[str, Any] = json.loads(out.read_text())["results"][family]
@@ -116,13 +116,17 @@ def test_rest_polling_benchmark_quick(tmp_path: Path) -> None:
     assert "Scheduling while 4 REST clients poll" in printed
 
 
-@pytest.mark.timeout(240)
+@pytest.mark.timeout(480)
 def test_hostile_clients_benchmark_quick(tmp_path: Path) -> None:
-    report, printed = _run_quick("hostile-clients", tmp_path)
+    report, printed = _run_quick("hostile-clients", tmp_path, timeout=440)
     assert report["failures"] == [] and report["quick"] is True
     kinds = [r["kind"] for r in report["runs"]]
     assert kinds == ["none", "idle", "half a request head", "body never completes", "answers never read",
-                     "kept alive after one request", "kept alive past the cap"]
+                     "kept alive after one request", "kept alive past the cap",
+                     # Issue 31.
+                     "N1 second head trickled", "N2 big answers never read", "N3 expect 100-continue, no body",
+                     "N4 one address past its cap", "N5 bare LF request lines", "N6 huge chunk size",
+                     "N7 raw UTF-8 in the query"]
     for run in report["runs"]:
         assert run["worker_survived"] is True and _positive(run["rate"]) and _positive(run["health_max_ms"])
         assert run["sockets"] == (0 if run["kind"] == "none" else report["sockets"])
@@ -130,4 +134,12 @@ def test_hostile_clients_benchmark_quick(tmp_path: Path) -> None:
         # Past the cap a health check may meet a full cap: then the worker's 503, at once.
         allowed = {200, 503} if run["kind"] == "kept alive past the cap" else {200}
         assert run["statuses"] and set(run["statuses"]) <= allowed
+    # What the misbehaving sockets themselves got, every one of them.
+    got = {r["kind"]: r["answers"] for r in report["runs"]}
+    sockets = report["sockets"]
+    assert got["N3 expect 100-continue, no body"] == {"100": sockets}
+    assert got["N5 bare LF request lines"] == {"400": sockets}
+    assert got["N6 huge chunk size"] == {"413": sockets}
+    assert got["N7 raw UTF-8 in the query"] == {"400": sockets}
+    assert got["N4 one address past its cap"]["503"] > 0
     assert "The serving path under hostile clients" in printed

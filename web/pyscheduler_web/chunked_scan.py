@@ -9,7 +9,10 @@ the zero-size chunk, trailer lines up to an empty one.
 
 It only finds the end. Anything malformed (a size that is not hex, a size or trailer line
 longer than :data:`MAX_LINE`) ends the scan at once: the request is then handed to gunicorn's
-parser, which answers it with a 400.
+parser, which answers it with a 400. It also adds up the sizes the chunks declare
+(:attr:`ChunkedBodyScanner.declared`) as soon as their size lines arrive, so that a body
+announced past the service's limit (``FFFFFFFFFFFFFFFFFF``) is refused at once rather than
+waited for.
 """
 
 from __future__ import annotations
@@ -26,12 +29,14 @@ _HEX: Final = frozenset(b"0123456789abcdefABCDEF")
 class ChunkedBodyScanner:
     """Follows one chunked body in a growing buffer, from offset ``start``."""
 
-    __slots__ = ("_pos", "_state", "_left")
+    __slots__ = ("_pos", "_state", "_left", "declared")
 
     def __init__(self, start: int) -> None:
         self._pos = start
         self._state = "size"  # "size", "data" (with its CRLF), "trailer"
         self._left = 0
+        #: The sum of the chunk sizes read so far (data that may not have arrived yet).
+        self.declared = 0
 
     def scan(self, buf: bytes | bytearray) -> bool:
         """True once the body is complete (or malformed) in ``buf``; call again as it grows."""
@@ -58,6 +63,7 @@ class ChunkedBodyScanner:
             if not size or not _HEX.issuperset(size):
                 return True  # malformed: gunicorn's parser answers it
             n = int(size, 16)
+            self.declared += n
             if n == 0:
                 self._state = "trailer"
             else:

@@ -27,7 +27,9 @@ the options then come from the environment, see :meth:`ServeOptions.from_env`) o
   cost no thread, so the worker holds up to ``PYSCHEDULER_MAX_CONNECTIONS`` (default
   :data:`DEFAULT_MAX_CONNECTIONS`, 4,096) at once; past it a new connection gets a JSON 503
   at once. The process's open-file limit is raised (soft up to the hard limit) to fit; if the
-  hard limit is lower, the cap is lowered to fit it, with a warning.
+  hard limit is lower, the cap is lowered to fit it, with a warning. One client address may
+  hold at most ``PYSCHEDULER_MAX_CONNECTIONS_PER_ADDRESS`` (256) of them, so that one host
+  cannot lock out the others (:mod:`pyscheduler_web.worker`).
 - **No control socket**: ``gunicornc`` could add workers.
 - **Bind** ``127.0.0.1:9080`` by default (YuniKorn's port, loopback only);
   ``PYSCHEDULER_BIND`` or ``--bind`` changes it.

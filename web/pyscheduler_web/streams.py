@@ -217,6 +217,11 @@ def _written_by_the_stream_writer(
 ) -> None:
     """Hands the body to the stream writer (the history goes out before ``open_stream``
     returns) and sleeps on the ticket until the stream ends."""
+    # The writer writes to the descriptor itself: the serving worker's socket first writes
+    # what it queued (the response head) and stops queueing (pyscheduler_web.outbox).
+    write_directly = getattr(sock, "write_directly", None)
+    if write_directly is not None:
+        write_directly()
     try:
         ticket = open_stream(subscription, sock.fileno(), first_line, chunked, WRITE_TIMEOUT)
     except (ValueError, RuntimeError, OSError):
