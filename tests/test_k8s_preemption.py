@@ -83,9 +83,9 @@ def _fill(kube: KubeCluster) -> dict[str, str]:
         return pod_body(name, app, "root.batch", nodeSelector={"kubernetes.io/hostname": f"pre-{node}"}, **extra)
 
     bodies = [on(n, f"low-{n}", "batch-low", priorityClassName="low") for n in range(NODES)]
-    bodies += [on(0, "kept-0", "batch-low", priorityClassName="low-opted-out"),
-               on(1, "kept-1", "batch-low", priorityClassName="low-opted-out"),
-               on(2, "kept-2", "batch-low", priorityClassName="low",
+    bodies += [on(0, "kept-0", "batch-low", priorityClassName="low-opted-out", labels={"tier": "cache"}),
+               on(1, "kept-1", "batch-low", priorityClassName="low-opted-out", labels={"tier": "cache"}),
+               on(2, "kept-2", "batch-low", priorityClassName="low", labels={"tier": "cache"},
                   annotations={"yunikorn.apache.org/allow-preemption": "false"})]
     high = [n for n in range(NODES) for _ in range(2 if n < 3 else 3)]
     bodies += [on(node, f"high-{i}", "batch-high", priorityClassName="high") for i, node in enumerate(high)]
@@ -128,6 +128,23 @@ def test_a_starved_guaranteed_queue_gets_its_guarantee_back(kube: KubeCluster, s
     history = server.get("/ws/v1/partition/default/queue/root.batch/application/batch-low").json()
     assert history["resourceHistory"]["preemptedResource"]
     print(f"guarantee of 4 cpu back (prod pods bound) {took:.1f} s after they were created (delay {DELAY:g} s)")
+
+
+def test_preemption_frees_a_node_the_pod_s_anti_affinity_allows(kube: KubeCluster, server: Server) -> None:
+    """The prod pod keeps away from the ``tier: cache`` pods (on nodes 0-2, never victims): only
+    node 3 can take it, so that node's low pod is the victim, not the first node's: preemption
+    asks the shim whether the pod would fit once the victims are gone, anti-affinity included
+    (kube-scheduler's preemption runs its filters the same way)."""
+    batch = _fill(kube)
+    away = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+        {"labelSelector": {"matchLabels": {"tier": "cache"}}, "topologyKey": "kubernetes.io/hostname"}]}}
+    create_pods(kube, NAMESPACE, [pod_body("prod-away", "prod", "root.prod", priorityClassName="prod", affinity=away)])
+    node = kube.wait_for("prod-away bound", lambda: next(
+        (p["spec"].get("nodeName") for p in list_pods(kube, NAMESPACE) if p["metadata"]["name"] == "prod-away"), None),
+        timeout=DELAY + 30)
+    assert node == "pre-3"
+    left = {p["metadata"]["name"] for p in list_pods(kube, NAMESPACE)}
+    assert sorted(set(batch) - left) == ["low-3"]
 
 
 def test_a_pod_that_may_not_preempt_waits(kube: KubeCluster, server: Server) -> None:
