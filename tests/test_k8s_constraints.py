@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from kube_cluster import KubeCluster, start_cluster
-from kube_served import Served
+from kube_served import Served, delete_pods
 
 NAMESPACE = "shop"
 ZONE = "topology.kubernetes.io/zone"
@@ -50,9 +50,7 @@ def served(kube: KubeCluster) -> Iterator[Served]:
         yield running
     finally:
         running.stop()
-        kube.request("DELETE", f"/api/v1/namespaces/{NAMESPACE}/pods?gracePeriodSeconds=0")
-        kube.wait_for("pods deleted", lambda: not kube.request(
-            "GET", f"/api/v1/namespaces/{NAMESPACE}/pods").json().get("items"), timeout=30)
+        delete_pods(kube, NAMESPACE)
 
 
 _names = itertools.count()
