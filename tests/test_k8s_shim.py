@@ -625,7 +625,8 @@ def test_node_reports_are_followed_once_their_crd_is_installed_and_forgotten_whe
         assert done.returncode == 0, done.stderr
         kube.wait_for("the CRD established", lambda: any(
             c["type"] == "Established" and c["status"] == "True"
-            for c in kube.request("GET", CRD_PATH).json().get("status", {}).get("conditions", [])), timeout=30)
+            # status and its conditions are null until the API server fills them in.
+            for c in (kube.request("GET", CRD_PATH).json().get("status") or {}).get("conditions") or []), timeout=30)
         cnr = {"apiVersion": "node.katalyst.kubewharf.io/v1alpha1", "kind": "CustomNodeResource",
                "metadata": {"name": "kwok-0", "labels": {"rack": "r7"}}, "status": {"topologyPolicy": "SingleNUMANode"}}
         answer = kube.request("POST", CNR_PATH, cnr)
