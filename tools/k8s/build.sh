@@ -22,13 +22,18 @@ mkdir -p "$BIN"
 
 step() { printf '[k8s-tools] %s\n' "$*" >&2; }
 
+# apt-get as root (else through sudo). It waits up to 10 minutes for another apt or dpkg process
+# holding the lock (a machine's own unattended upgrades at boot) instead of failing at once.
+apt_get() {
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get -o DPkg::Lock::Timeout=600 "$@"
+}
+
 if ! command -v etcd >/dev/null 2>&1; then
     step "etcd: installing the Debian package etcd-server"
-    if [ "$(id -u)" = 0 ]; then
-        DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server >/dev/null
-    else
-        DEBIAN_FRONTEND=noninteractive sudo apt-get install -y etcd-server >/dev/null
-    fi
+    # A machine whose package lists are missing or old cannot find it: read them, then again.
+    apt_get install -y etcd-server >/dev/null || { apt_get update >/dev/null && apt_get install -y etcd-server >/dev/null; }
 fi
 step "etcd: $(etcd --version | head -1)"
 
