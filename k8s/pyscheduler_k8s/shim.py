@@ -367,10 +367,13 @@ class KubeShim:
                     continue
                 log.info("watch %s: %s: listing again", path, exc)  # its CRD went, or the role changed
                 version = self._retrying(relist)
-            except Exception:  # a broken connection or answer: wait, then watch again
+            except Exception as exc:  # a broken connection or answer: wait, then watch again
                 if self._stop.is_set():
                     return
-                log.exception("watch %s failed; watching again in %g s", path, RETRY_DELAY)
+                # One line per failure: an API server away for a while is not worth a traceback a
+                # second (the traceback goes to the debug log).
+                log.warning("watch %s failed; watching again in %g s: %s", path, RETRY_DELAY, _brief(exc))
+                log.debug("watch %s failed", path, exc_info=True)
                 self._stop.wait(RETRY_DELAY)
 
     def _retrying(self, relist: Callable[[], str | None]) -> str | None:
@@ -378,8 +381,9 @@ class KubeShim:
             try:
                 self.counts.relists += 1
                 return relist()
-            except Exception:
-                log.exception("listing failed; again in %g s", RETRY_DELAY)
+            except Exception as exc:
+                log.warning("listing failed; again in %g s: %s", RETRY_DELAY, _brief(exc))
+                log.debug("listing failed", exc_info=True)
                 self._stop.wait(RETRY_DELAY)
         return ""
 
@@ -1193,6 +1197,12 @@ class KubeShim:
 
 
 _NO_CONSTRAINTS: Final = PodConstraints("", {})
+
+
+def _brief(exc: BaseException) -> str:
+    """An exception as one line: its type and its first line."""
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:300]}" if text else type(exc).__name__
 
 
 def _gated(pod: Mapping[str, Any]) -> bool:
