@@ -15,7 +15,7 @@ Followed (in kubernetes/kubernetes pkg/scheduler/framework/plugins):
 - volumerestrictions/volume_restrictions_test.go ``TestAccessModeConflicts``.
 - nodevolumelimits/csi_test.go ``TestCSILimits``.
 
-Skipped, with the reason (each listed as a skip below):
+Not translated, with the reason (cases of a table translated in part are skips below):
 
 - Legacy in-tree volumes: volume_restrictions_test.go ``TestGCEDiskConflicts``,
   ``TestAWSDiskConflicts``, ``TestRBDDiskConflicts``, ``TestISCSIDiskConflicts`` (in-tree disk
@@ -81,7 +81,6 @@ HOSTNAME = "kubernetes.io/hostname"
 ZONE, REGION = "topology.kubernetes.io/zone", "topology.kubernetes.io/region"
 BETA_ZONE, BETA_REGION = "failure-domain.beta.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/region"
 
-LEGACY = "legacy in-tree volume types (GCE PD, AWS EBS, Ceph RBD, ISCSI) are not checked"
 MIGRATION = "CSI migration of in-tree volumes is not modelled (their volumes are not counted)"
 ATTACHMENTS = "VolumeAttachments are not followed: the limit counts the volumes of the pods on the node"
 
@@ -435,14 +434,6 @@ def test_find_pod_volumes_with_provisioning(case: FindCase) -> None:
     _find(case)
 
 
-@pytest.mark.skip(reason="TestFindPodVolumesWithCSIMigration: " + MIGRATION)
-def test_find_pod_volumes_with_csi_migration() -> None:
-    """pvc-bound, pvc-bound,csinode-not-migrated, pvc-bound,missing-csinode, pvc-bound,node-different-zone."""
-
-
-@pytest.mark.skip(reason="FindPodVolumes 'CSIDriver with capacity tracking': CSIStorageCapacity is not followed")
-def test_find_pod_volumes_with_capacity_tracking() -> None:
-    """Every scenario of both FindPodVolumes tables run with a capacity-tracking CSIDriver."""
 
 
 # TestAssumePodVolumes: (name, pod pvcs, pvs, want all bound, want assumed (claim, volume), want provisioned)
@@ -481,11 +472,6 @@ def test_assume_pod_volumes(name: str, pvcs: list[dict[str, Any]], pvs: list[dic
     for claim in provisioned:
         assert state.claims[("testns", claim)].selected_node is None
 
-
-@pytest.mark.skip(reason="TestAssumePodVolumes tmpupdate-failed, one-binding, one-provision-tmpupdate-failed: the "
-                         "assume cache's resource-version check is not how the index assumes (by pod, reverted with it)")
-def test_assume_pod_volumes_cache_version_checks() -> None:
-    """tmpupdate-failed, one-binding, one-provision-tmpupdate-failed."""
 
 
 # --- VolumeZone -----------------------------------------------------------------------------------
@@ -607,11 +593,6 @@ def test_volume_zone_with_binding(case: ZoneCase) -> None:
 
 # --- VolumeRestrictions ---------------------------------------------------------------------------
 
-
-@pytest.mark.parametrize("table", ["TestGCEDiskConflicts", "TestAWSDiskConflicts", "TestRBDDiskConflicts",
-                                   "TestISCSIDiskConflicts"])
-def test_in_tree_disk_conflicts(table: str) -> None:
-    pytest.skip(f"{table}: {LEGACY}")
 
 
 RWOP_1 = _pvc("claim-with-rwop-1", modes=["ReadWriteOncePod"])
