@@ -50,7 +50,7 @@ import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from benchmarks.machine import Progress, format_table
 
@@ -282,9 +282,13 @@ class InterpodReport:
         return "\n".join(lines)
 
 
-def _runs(check: Callable[[NodeView], str | None], views: Sequence[NodeView], runs: int,
+T = TypeVar("T")
+
+
+def _runs(check: Callable[[T], str | None], views: Sequence[T], runs: int,
           change: Callable[[], None]) -> tuple[list[float], int]:
-    """Microseconds per node check for each run, and the nodes refused (every run the same)."""
+    """Microseconds per node check for each run, and the nodes refused (every run the same).
+    ``views``: what ``check`` takes per node (a NodeView, or the callback's PredicatesArgs)."""
     timings: list[float] = []
     refused = -1
     clock = time.perf_counter
@@ -365,7 +369,7 @@ def run(*, quick: bool = False, progress: Progress | Callable[[str], None] | Non
             shim_change = _shim_changer(shim, names[0])
             args = [si.PredicatesArgs(allocation_key=uid, node_id=name, allocate=True) for name in names]
             predicates = shim.predicates
-            timings, refused = _runs_args(predicates, args, runs, shim_change)
+            timings, refused = _runs(predicates, args, runs, shim_change)
             report.timings.append(Timing(case, "callback", nodes, refused, timings))
         except Exception as exc:
             report.failures.append(f"{case}: the shim's callback: {type(exc).__name__}: {exc}")
@@ -387,23 +391,3 @@ def _shim_changer(shim: KubeShim, node: str) -> Callable[[], None]:
         shim._on_pod("DELETED", churn)  # noqa: SLF001
 
     return change
-
-
-def _runs_args(predicates: Callable[[si.PredicatesArgs], str | None], args: Sequence[si.PredicatesArgs], runs: int,
-               change: Callable[[], None]) -> tuple[list[float], int]:
-    timings: list[float] = []
-    refused = -1
-    clock = time.perf_counter
-    for _ in range(runs):
-        change()
-        started = clock()
-        count = 0
-        for arg in args:
-            if predicates(arg) is not None:
-                count += 1
-        elapsed = clock() - started
-        timings.append(elapsed / len(args) * 1e6)
-        if refused not in (-1, count):
-            raise RuntimeError(f"the nodes refused changed between runs: {refused} then {count}")
-        refused = count
-    return timings, refused
