@@ -123,6 +123,11 @@ class _OwnedTerm:
     pairs: dict[tuple[str, str], int] = field(default_factory=dict)
     refs: int = 0
 
+    def account(self, node_labels: Mapping[str, str], by: int) -> None:
+        value = node_labels.get(self.term.topology_key)
+        if value is not None:
+            _bump(self.pairs, (self.term.topology_key, value), by)
+
 
 @dataclass(eq=False, slots=True)
 class _SpreadCounter:
@@ -300,10 +305,8 @@ class ClusterIndex:
             counter.account(pod, labels, by, self.namespace_labels)
         for spread in self._spread.values():
             spread.account(pod, labels, by)
-        for term in pod.anti_affinity:
-            value = labels.get(term.topology_key)
-            if value is not None:
-                _bump(self._owned[term].pairs, (term.topology_key, value), by)
+        for term in pod.anti_affinity:  # a pod may repeat a term: counted each time
+            self._owned[term].account(labels, by)
 
     # -- pods the filters check -------------------------------------------------------------------
 
@@ -442,29 +445,24 @@ class ClusterIndex:
         return None
 
     def _counts(self, counter: _TermCounter, removed: list[PlacedPod]) -> TopologyCounts:
+        """The counter's pairs with ``removed`` taken away (its own pairs when none is)."""
         if not removed:
             return counter.pairs
-        pairs = dict(counter.pairs)
+        without = _TermCounter(counter.terms, dict(counter.pairs))
         for pod in removed:
-            if matches_all(counter.terms, pod.namespace, pod.labels, self.namespace_labels):
-                labels = self._labels_of(pod.node)
-                for term in counter.terms:
-                    value = labels.get(term.topology_key)
-                    if value is not None:
-                        _bump(pairs, (term.topology_key, value), -1)
-        return pairs
+            without.account(pod, self._labels_of(pod.node), -1, self.namespace_labels)
+        return without.pairs
 
     def _owned_counts(self, owned: _OwnedTerm, removed: list[PlacedPod]) -> TopologyCounts:
+        """As :meth:`_counts`, for where the owners of one anti-affinity term run."""
         if not removed:
             return owned.pairs
-        pairs = dict(owned.pairs)
+        without = _OwnedTerm(owned.term, dict(owned.pairs))
         for pod in removed:
-            times = pod.anti_affinity.count(owned.term)  # a pod may repeat a term: counted each time
+            times = pod.anti_affinity.count(owned.term)
             if times:
-                value = self._labels_of(pod.node).get(owned.term.topology_key)
-                if value is not None:
-                    _bump(pairs, (owned.term.topology_key, value), -times)
-        return pairs
+                without.account(self._labels_of(pod.node), -times)
+        return without.pairs
 
     def _spread_state(self, uid: str, constraints: PodConstraints, pod: Mapping[str, Any],
                       removed: list[PlacedPod]) -> SpreadState:
