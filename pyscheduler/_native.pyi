@@ -1,4 +1,5 @@
-"""Type stub of ``pyscheduler._native``, the Rust extension (rust/python, over rust/core)."""
+"""Type stub of ``pyscheduler._native``, the Rust extension (rust/python, over the workspace crates
+rust/events, rust/stream and rust/schedmath)."""
 
 from collections.abc import Callable, ItemsView, Iterable, Iterator, KeysView, Mapping, Sequence, ValuesView
 from types import NotImplementedType
@@ -14,6 +15,9 @@ __all__ = [
     "Subscription",
     "StreamOutcome",
     "StreamTicket",
+    "CLOSED_BY_PRODUCER",
+    "RELEASED_DESCRIPTION",
+    "closing_line",
     "NodeIndex",
     "PlanQueues",
     "Resource",
@@ -151,6 +155,16 @@ class StreamTicket:
     def closed_reason(self) -> str | None: ...
     @property
     def events_written(self) -> int: ...
+
+CLOSED_BY_PRODUCER: str
+"""The ``message`` of YuniKorn's closing line of an event stream."""
+RELEASED_DESCRIPTION: str
+"""The closing line's ``description`` when the service ends a stream (it is shutting down)."""
+
+def closing_line(description: str) -> bytes:
+    """YuniKorn's in-band end of an event stream, one NDJSON line (a YAPIError with status 200:
+    the response head is gone); an empty ``description`` is the message. The stream writer's
+    own bytes: the only definition of the line."""
 
 @final
 class NodeIndex:

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from pyscheduler._native import EventStore, EventSystemStoppedError, StreamOutcome
-from pyscheduler_web.streams import closing_line
+from pyscheduler_web.streams import RELEASED_DESCRIPTION, closing_line
 from web_helpers import ChunkedReader
 
 OBJECT = "app-stream"
@@ -44,8 +44,14 @@ def test_an_open_stream_gets_its_first_line_and_live_events_and_ends_with_the_cl
     ticket.release()
     assert ticket.wait(5.0) == StreamOutcome.RELEASED
     assert ticket.closed_reason is None
-    # The writer's closing line is the web layer's, byte for byte.
-    assert reader.read(1502)[-1] == closing_line("the scheduler is shutting down")
+    # The writer's closing line is the one the web layer re-exports (defined once, in Rust).
+    last = reader.read(1502)[-1]
+    assert last == closing_line(RELEASED_DESCRIPTION)
+    assert json.loads(last) == {
+        "status_code": 200,
+        "message": "Event stream was closed by the producer",
+        "description": "the scheduler is shutting down",
+    }
     assert store.stats()["attached_streams"] == 0
 
 

@@ -23,6 +23,9 @@ connection closes. When the producer closes the subscription (the client fell mo
 buffer behind, or the event system stopped) or the service shuts down, the writer ends the
 stream with YuniKorn's in-band line
 ``{"status_code":200,"message":"Event stream was closed by the producer","description":...}``.
+The closing line is defined once, in Rust (``rust/stream``): :func:`closing_line`,
+:data:`CLOSED_BY_PRODUCER` and :data:`RELEASED_DESCRIPTION` are the native module's, re-exported
+here for the body this module writes itself (no socket, or a hand-over that failed).
 A client that goes away is noticed at the next write or, while idle, within 25 ms; a client
 that stops reading is cut when one chunk has been stuck for 5 s (YuniKorn's write deadline,
 the writer's one deadline for every chunk, the first line and the closing line included) or,
@@ -44,15 +47,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pyscheduler._native import StreamOutcome, StreamTicket, Subscription
+from pyscheduler._native import (
+    CLOSED_BY_PRODUCER,
+    RELEASED_DESCRIPTION,
+    StreamOutcome,
+    StreamTicket,
+    Subscription,
+    closing_line,
+)
 from pyscheduler.config.event_settings import EventSettings
-
-from pyscheduler_web.http import json_body
 
 __all__ = [
     "CHUNK_EVENTS",
     "CLOSED_BY_PRODUCER",
     "POLL_INTERVAL",
+    "RELEASED_DESCRIPTION",
     "WRITE_TIMEOUT",
     "StreamRegistry",
     "StreamSlot",
@@ -74,7 +83,6 @@ TICKET_WAIT: Final = 2.0
 
 #: ``EventSystem.open_stream``: (subscription, socket fd, first line, chunked, write timeout).
 OpenStream = Callable[[Subscription, int, bytes, bool, float], StreamTicket]
-CLOSED_BY_PRODUCER: Final = "Event stream was closed by the producer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,13 +154,6 @@ class StreamRegistry:
         return [{"Name": s.host, "CreatedAt": s.created_ns} for s in slots]
 
 
-def closing_line(description: str) -> bytes:
-    """YuniKorn's in-band end of a stream: a YAPIError with status 200 (the headers are gone)."""
-    return json_body(
-        {"status_code": 200, "message": CLOSED_BY_PRODUCER, "description": description or CLOSED_BY_PRODUCER}
-    )
-
-
 class StreamBody:
     """The WSGI body of a stream: iterates :func:`stream_body`'s generator, and ``close``
     releases the subscription and the slot even when the server closes the body before ever
@@ -194,7 +195,7 @@ def stream_body(
         yield first_line
         while True:
             if stopping.is_set():
-                yield closing_line("the scheduler is shutting down")
+                yield closing_line(RELEASED_DESCRIPTION)
                 return
             chunk = subscription.next(CHUNK_EVENTS, POLL_INTERVAL)
             if chunk is None:

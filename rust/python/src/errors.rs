@@ -8,7 +8,7 @@
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::{create_exception, import_exception};
-use pyscheduler_core::CoreError;
+use pyscheduler_error::CoreError;
 
 import_exception!(pyscheduler.common.errors, SchedulerValueError);
 import_exception!(pyscheduler.common.errors, SchedulerRuntimeError);

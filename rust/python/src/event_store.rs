@@ -1,17 +1,26 @@
-//! Python classes over the core event pipeline: `EventStore` and `Subscription`.
+//! Python classes over the event pipeline (`pyscheduler-events`) and its stream writer
+//! (`pyscheduler-stream`): `EventStore`, `Subscription`, `StreamTicket`, and the closing line.
 
 use crate::errors;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyInt, PyList, PyString, PyTuple};
-use pyscheduler_core::pipeline::{EventPipeline, PipelineStats, SubscriptionStatus};
-use pyscheduler_core::record::EventBuilder;
-use pyscheduler_core::{EventFields, Framing, Kind, OwnedEvent, StreamOptions};
-use pyscheduler_core::StreamOutcome as CoreOutcome;
+use pyscheduler_events::pipeline::{EventPipeline, PipelineStats, SubscriptionStatus};
+use pyscheduler_events::record::EventBuilder;
+use pyscheduler_events::{EventFields, Kind, OwnedEvent};
+use pyscheduler_stream::StreamOutcome as CoreOutcome;
+use pyscheduler_stream::{Framing, StreamOptions, StreamWriter};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
+
+/// YuniKorn's in-band end of a stream, the stream writer's own bytes (`pyscheduler-stream`):
+/// the web layer writes the same line where no socket is handed to the writer.
+#[pyfunction]
+pub fn closing_line<'py>(py: Python<'py>, description: &str) -> Bound<'py, PyBytes> {
+    PyBytes::new(py, &pyscheduler_stream::closing_line(description))
+}
 
 /// Default number of live events a subscription may fall behind by before it is cut: the
 /// slack YuniKorn's streams have (1000 in the producer-side buffer + 1000 in the handler's).
@@ -22,6 +31,8 @@ const DEFAULT_SUBSCRIBER_CAPACITY: u64 = 2000;
 #[pyclass(module = "pyscheduler._native", frozen)]
 pub struct EventStore {
     pipeline: EventPipeline,
+    /// The writer of this store's streams (`open_stream`).
+    streams: StreamWriter,
     /// `record` keeps nothing while false (tracking disabled).
     tracking: AtomicBool,
     /// Where `record` sends REQUEST events with change type NONE (they never enter the ring).
@@ -39,8 +50,11 @@ impl EventStore {
         if queue_capacity == 0 {
             return Err(PyValueError::new_err("queue_capacity must be at least 1"));
         }
+        let pipeline = EventPipeline::new(capacity, queue_capacity);
+        let streams = StreamWriter::new(&pipeline);
         Ok(EventStore {
-            pipeline: EventPipeline::new(capacity, queue_capacity),
+            pipeline,
+            streams,
             tracking: AtomicBool::new(true),
             request_sink: Mutex::new(None),
         })
@@ -247,13 +261,13 @@ impl EventStore {
         let options = StreamOptions { first_line, framing, write_timeout };
         // SAFETY: the caller's socket is open for this call; the writer duplicates it at once.
         let socket = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
-        let inner = py.detach(|| self.pipeline.open_stream(&subscription.inner, socket, options));
+        let inner = py.detach(|| self.streams.open_stream(&subscription.inner, socket, options));
         Ok(StreamTicket { inner: inner.map_err(errors::to_py)? })
     }
 
     /// Asks every open stream to end at its next chunk boundary, with the closing line.
     fn release_streams(&self, py: Python<'_>) {
-        py.detach(|| self.pipeline.release_streams());
+        py.detach(|| self.streams.release_streams());
     }
 
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
@@ -264,8 +278,6 @@ impl EventStore {
             not_stored,
             queued,
             subscribers,
-            attached_streams,
-            stream_write_timeouts,
             slow_closed,
             delivered,
             interned_strings,
@@ -274,6 +286,8 @@ impl EventStore {
             capacity,
             len,
         } = py.detach(|| self.pipeline.stats());
+        let attached_streams = self.streams.attached_streams();
+        let stream_write_timeouts = self.streams.write_timeouts();
         let d = PyDict::new(py);
         for (k, v) in [
             ("accepted", accepted),
@@ -311,7 +325,7 @@ impl EventStore {
 /// A cursor over the event ring: history first, then live events, as NDJSON chunks.
 #[pyclass(module = "pyscheduler._native", frozen)]
 pub struct Subscription {
-    inner: pyscheduler_core::Subscription,
+    inner: pyscheduler_events::Subscription,
 }
 
 #[pymethods]
@@ -383,7 +397,7 @@ impl From<CoreOutcome> for StreamOutcome {
 /// A stream handed to the stream writer (`EventStore.open_stream`).
 #[pyclass(module = "pyscheduler._native", frozen)]
 pub struct StreamTicket {
-    inner: pyscheduler_core::StreamTicket,
+    inner: pyscheduler_stream::StreamTicket,
 }
 
 #[pymethods]

@@ -4,7 +4,7 @@ use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::{PyDict, PyList};
-use pyscheduler_core::nodes::{self, Cursor, Score, SortPolicy};
+use pyscheduler_schedmath::nodes::{self, Cursor, Score, SortPolicy};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Nodes ordered by (score, node id) under the `fair` or `binpacking` policy. Python keeps the

@@ -1,7 +1,7 @@
 //! `PlanQueues`: the Python class over the core's node preemption plan (values converted only).
 
 use pyo3::prelude::*;
-use pyscheduler_core::plan::{self, Candidate, NodeRoom};
+use pyscheduler_schedmath::plan::{self, Candidate, NodeRoom};
 use std::sync::{Mutex, MutexGuard};
 
 use crate::errors::to_py;
@@ -32,7 +32,7 @@ impl PlanQueues {
     fn plan(&self, ask_queue: usize, queues: Vec<usize>, amounts: Vec<Vec<i128>>, freed: Vec<Vec<i128>>,
             wanted: Vec<i128>, available: Vec<i128>) -> PyResult<Option<(usize, Vec<usize>)>> {
         if amounts.len() != queues.len() || freed.len() != queues.len() {
-            return Err(to_py(pyscheduler_core::CoreError::InvalidPlan("one queue, amounts and freed per candidate")));
+            return Err(to_py(pyscheduler_error::CoreError::InvalidPlan("one queue, amounts and freed per candidate")));
         }
         let candidates: Vec<Candidate<'_>> = queues.iter().zip(amounts.iter().zip(&freed))
             .map(|(&queue, (amounts, freed))| Candidate { queue, amounts, freed })

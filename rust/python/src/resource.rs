@@ -8,7 +8,7 @@ use pyo3::basic::CompareOp;
 use pyo3::exceptions::PyKeyError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString, PyType};
-use pyscheduler_core::resource::{self, Quantities, Saturation, TypeId};
+use pyscheduler_schedmath::resource::{self, Quantities, Saturation, TypeId};
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::sync::{LazyLock, Mutex, MutexGuard};

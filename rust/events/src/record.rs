@@ -1,7 +1,7 @@
 //! Event records: the compact form kept in the ring buffer and the owned form that travels
 //! from `add` to the store.
 
-use crate::error::CoreError;
+use pyscheduler_error::CoreError;
 
 /// Largest message kept, in bytes (YuniKorn's limit, for Kubernetes event compatibility).
 pub const MAX_MESSAGE_BYTES: usize = 1024;

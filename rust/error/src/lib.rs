@@ -1,5 +1,8 @@
-//! The one error type of the core. The binding crate maps each variant to a Python exception
-//! in one place.
+//! The one error type of pyscheduler's Rust crates (events, stream, schedmath). The binding
+//! crate maps each variant to a Python exception in one place (`rust/python/src/errors.rs`).
+//!
+//! It lives in a crate of its own, below every other, so that the families (the event store
+//! and stream writer, the scheduling arithmetic) share it without depending on each other.
 
 use std::fmt;
 

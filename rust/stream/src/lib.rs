@@ -27,89 +27,85 @@
 //! advance) and its head; YuniKorn's rules (the subscription's 2,000-event cut, the close
 //! reasons) stay the pipeline's business. The thread exists only while streams are attached;
 //! should it ever panic, every stream it holds ends instead of hanging.
+//!
+//! **Layering.** This crate sits above `pyscheduler-events` and the pipeline knows nothing of
+//! it: a [`StreamWriter`] is made for one [`EventPipeline`] and holds the writer's state (the
+//! hub) beside the pipeline's [`Shared`](pyscheduler_events::pipeline::Shared) state, which it reads through the pipeline's small
+//! public interface (head, store, notify, wait for events) and each subscription's [`Cursor`].
+//! The closing line is defined here only ([`closing_line`], [`CLOSED_BY_PRODUCER`]); Python
+//! gets it from the binding.
 
 mod chunk;
 mod conn;
 mod hub;
 mod replay;
 mod socket;
+mod state;
 #[cfg(test)]
 mod tests;
 mod window;
 
-use crate::error::CoreError;
-use crate::pipeline::{Cursor, Shared};
 use conn::Conn;
+use hub::{finish, Hub, Writer};
 use parking_lot::{Condvar, Mutex};
+use pyscheduler_error::CoreError;
+use pyscheduler_events::pipeline::{Cursor, EventPipeline, Subscription};
+use state::{Control, StreamState};
 use std::os::fd::BorrowedFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-pub(crate) use hub::Hub;
 pub use hub::{PEER_CHECK, RETRY_GAP, ROUND_GAP};
+pub use state::{closing_line, Framing, StreamOptions, StreamOutcome, CLOSED_BY_PRODUCER, RELEASED_DESCRIPTION};
 
-/// The `message` of YuniKorn's closing line.
-pub const CLOSED_BY_PRODUCER: &str = "Event stream was closed by the producer";
-/// The closing line's description when the owner released the stream (the service stops).
-pub const RELEASED_DESCRIPTION: &str = "the scheduler is shutting down";
-
-/// How the body is framed on the wire.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Framing {
-    /// HTTP/1.1 chunks; the owner writes the terminating chunk after the outcome.
-    Chunked,
-    /// The bytes as they are (an HTTP/1.0 body, ended by closing the connection).
-    CloseDelimited,
+/// The stream writer of one event pipeline: hands subscriptions with their sockets to the
+/// writer ([`StreamWriter::open_stream`]) and ends them all on shutdown.
+pub struct StreamWriter {
+    writer: Arc<Writer>,
 }
 
-/// What [`open`] needs besides the subscription and the socket.
-#[derive(Debug, Clone, Copy)]
-pub struct StreamOptions<'a> {
-    /// Written before any event (YuniKorn's `{"InstanceUUID":...}` line).
-    pub first_line: &'a [u8],
-    pub framing: Framing,
-    /// Longest time one chunk may take to be written (YuniKorn's write deadline).
-    pub write_timeout: Duration,
-}
+impl StreamWriter {
+    /// The writer of `pipeline`'s streams (its thread starts with the first stream).
+    pub fn new(pipeline: &EventPipeline) -> StreamWriter {
+        StreamWriter { writer: Arc::new(Writer { pipeline: Arc::clone(pipeline.shared()), hub: Hub::default() }) }
+    }
 
-/// How a stream ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StreamOutcome {
-    /// The subscription was closed, with its reason (for a stop, after every event stored
-    /// before it); the closing line was written.
-    Closed(&'static str),
-    /// Ended on the owner's request ([`StreamTicket::release`]); the closing line was written.
-    Released,
-    /// The client hung up.
-    PeerClosed,
-    /// A write failed (the client is gone); the socket was shut down.
-    WriteFailed,
-    /// A chunk was not written within the write timeout; the socket was shut down.
-    WriteTimeout,
-}
+    /// Hands `sub` and its connected socket (an HTTP response whose head is sent) to the
+    /// stream writer, which from then on writes every byte of the body: `first_line`, the
+    /// history at full speed in this thread, then live events from the writer's thread, and
+    /// YuniKorn's closing line.
+    pub fn open_stream(
+        &self,
+        sub: &Subscription,
+        socket: BorrowedFd<'_>,
+        options: StreamOptions<'_>,
+    ) -> Result<StreamTicket, CoreError> {
+        if !Arc::ptr_eq(sub.cursor().shared(), &self.writer.pipeline) {
+            return Err(CoreError::StreamAttach("the subscription belongs to another event store"));
+        }
+        open(&self.writer, sub.cursor(), socket, options)
+    }
 
-struct Control {
-    outcome: Option<StreamOutcome>,
-    release: bool,
-}
+    /// Asks every attached stream to be handed back to its owner (shutting down).
+    pub fn release_streams(&self) {
+        hub::release_all(&self.writer);
+    }
 
-/// What the owner and the writer share about one stream.
-struct StreamState {
-    control: Mutex<Control>,
-    done: Condvar,
-    written: AtomicU64,
-}
+    /// Streams handed to the stream writer and not yet ended.
+    pub fn attached_streams(&self) -> u64 {
+        self.writer.hub.attached()
+    }
 
-impl StreamState {
-    fn release_requested(&self) -> bool {
-        self.control.lock().release
+    /// Streams ended because one chunk was not written within the write timeout.
+    pub fn write_timeouts(&self) -> u64 {
+        self.writer.hub.write_timeouts()
     }
 }
 
 /// The owner's handle on a stream. Dropping it releases the stream.
 pub struct StreamTicket {
-    shared: Arc<Shared>,
+    shared: Arc<Writer>,
     stream: Arc<StreamState>,
 }
 
@@ -159,8 +155,7 @@ impl Drop for StreamTicket {
 /// then hands the stream to the writer's thread (or reports how it ended). The socket is
 /// duplicated: the writer never touches the caller's descriptor and closes its own duplicate
 /// when the stream ends. The caller keeps the socket open until the ticket has an outcome.
-pub(crate) fn open(cursor: &Cursor, fd: BorrowedFd<'_>, options: StreamOptions<'_>) -> Result<StreamTicket, CoreError> {
-    let shared = cursor.shared();
+fn open(shared: &Arc<Writer>, cursor: &Cursor, fd: BorrowedFd<'_>, options: StreamOptions<'_>) -> Result<StreamTicket, CoreError> {
     if shared.head().stopped {
         return Err(CoreError::Stopped);
     }
@@ -185,35 +180,4 @@ pub(crate) fn open(cursor: &Cursor, fd: BorrowedFd<'_>, options: StreamOptions<'
         None => hub::adopt(shared, conn),
     }
     Ok(StreamTicket { shared: Arc::clone(shared), stream })
-}
-
-/// Asks every stream to end (the service is shutting down).
-pub(crate) fn release_all(shared: &Shared) {
-    hub::release_all(shared);
-}
-
-/// Reports `outcome` to the owner; after a socket failure the socket is shut down first, so
-/// the owner's next write fails at once instead of waiting on a client that does not read.
-fn finish(shared: &Shared, conn: &Conn, outcome: StreamOutcome) {
-    if matches!(outcome, StreamOutcome::WriteFailed | StreamOutcome::WriteTimeout) {
-        socket::shutdown(&conn.fd);
-    }
-    if outcome == StreamOutcome::WriteTimeout {
-        shared.hub.count_write_timeout();
-    }
-    hub::forget(shared, &conn.stream);
-    conn.stream.control.lock().outcome = Some(outcome);
-    conn.stream.done.notify_all();
-}
-
-/// YuniKorn's in-band end of a stream (a `YAPIError` with status 200: the head is gone).
-fn closing_line(description: &str) -> Vec<u8> {
-    let mut out = Vec::with_capacity(128 + description.len());
-    out.extend_from_slice(b"{\"status_code\":200,\"message\":");
-    crate::wire::write_str(&mut out, CLOSED_BY_PRODUCER.as_bytes());
-    out.extend_from_slice(b",\"description\":");
-    let description = if description.is_empty() { CLOSED_BY_PRODUCER } else { description };
-    crate::wire::write_str(&mut out, description.as_bytes());
-    out.extend_from_slice(b"}\n");
-    out
 }

@@ -19,7 +19,7 @@
 //! writer, only the events the writer has offered count as lag: a burst stored between two of
 //! its rounds is the writer's backlog, not the client's.
 
-use crate::error::CoreError;
+use pyscheduler_error::CoreError;
 use crate::record::{EventBuffers, EventBuilder, EventFields, OwnedEvent};
 use crate::store::EventStore;
 use crossbeam_queue::ArrayQueue;
@@ -64,10 +64,6 @@ pub struct PipelineStats {
     /// Events waiting in the queue.
     pub queued: u64,
     pub subscribers: u64,
-    /// Streams handed to the stream writer and not ended (a subset of the subscribers).
-    pub attached_streams: u64,
-    /// Streams ended because one chunk was not written within the write timeout.
-    pub stream_write_timeouts: u64,
     /// Subscriptions closed because they fell behind.
     pub slow_closed: u64,
     /// Events delivered to subscriptions.
@@ -95,7 +91,7 @@ struct SubState {
     capacity: u64,
     /// Lag is counted up to this id: u64::MAX (the store's head) while no writer serves the
     /// subscription; under the stream writer, what it offered the client (see
-    /// `stream::hub`), so events stored since its last round (its 20 ms gathering: thousands
+    /// `pyscheduler-stream`'s hub), so events stored since its last round (its 20 ms gathering: thousands
     /// when the scheduler places a thousand asks at once) never cut a client that takes every
     /// chunk.
     offered: AtomicU64,
@@ -123,37 +119,40 @@ impl SubState {
     }
 }
 
-/// A subscription's place in the ring, as the stream writer ([`crate::stream`]) sees it: the
+/// A subscription's place in the ring, as the stream writer (`pyscheduler-stream`) sees it: the
 /// whole interface between the pipeline and the writer, besides [`Shared::head`] and the wait
 /// for new events. The writer moves the cursor when it hands events to a socket; the consumer
 /// thread may close it at any time (it fell too far behind, or the pipeline stopped).
 #[derive(Clone)]
-pub(crate) struct Cursor {
+pub struct Cursor {
     shared: Arc<Shared>,
     state: Arc<SubState>,
 }
 
 impl Cursor {
     /// The next id to deliver.
-    pub(crate) fn position(&self) -> u64 {
+    #[inline]
+    pub fn position(&self) -> u64 {
         self.state.cursor.load(Ordering::Acquire)
     }
 
     /// Why the subscription closed, or None while it is open.
-    pub(crate) fn closed(&self) -> Option<&'static str> {
+    #[inline]
+    pub fn closed(&self) -> Option<&'static str> {
         *self.state.closed.lock()
     }
 
     /// Held while events are read and the cursor moved, so no two readers deliver the same
     /// events.
-    pub(crate) fn lock_reads(&self) -> parking_lot::MutexGuard<'_, ()> {
+    #[inline]
+    pub fn lock_reads(&self) -> parking_lot::MutexGuard<'_, ()> {
         self.state.reading.lock()
     }
 
     /// The writer offered the client every event before `head`: from now on lag is counted up
     /// to it, not up to the store's head. Checked here too, as the consumer checks each batch:
     /// the client that stopped reading may fall behind after the last batch was stored.
-    pub(crate) fn offer(&self, head: u64) {
+    pub fn offer(&self, head: u64) {
         self.state.offered.store(head, Ordering::Release);
         // u64::MAX as the store's head: only the offer bounds the lag here.
         if self.state.too_far_behind(self.position(), u64::MAX) {
@@ -162,14 +161,15 @@ impl Cursor {
     }
 
     /// Marks `n` events from the position as delivered.
-    pub(crate) fn advance(&self, n: u64) {
+    #[inline]
+    pub fn advance(&self, n: u64) {
         self.state.cursor.fetch_add(n, Ordering::AcqRel);
         self.shared.delivered.fetch_add(n, Ordering::Relaxed);
     }
 
     /// Renders up to `max` events from the position as NDJSON into `out` (the cursor does not
     /// move). None when the position was overwritten: the subscription is then closed.
-    pub(crate) fn render(&self, out: &mut Vec<u8>, max: u64) -> Option<u64> {
+    pub fn render(&self, out: &mut Vec<u8>, max: u64) -> Option<u64> {
         let store = self.shared.store.read();
         let position = self.position();
         if !store.contains(position) {
@@ -190,20 +190,24 @@ impl Cursor {
     }
 
     /// The pipeline this cursor reads.
-    pub(crate) fn shared(&self) -> &Arc<Shared> {
+    #[inline]
+    pub fn shared(&self) -> &Arc<Shared> {
         &self.shared
     }
 }
 
 /// The head of the ring as the stream writer sees it.
 #[derive(Debug, Clone, Copy)]
-pub(crate) struct Head {
+pub struct Head {
     /// The id the next stored event will get.
-    pub(crate) next_id: u64,
-    pub(crate) stopped: bool,
+    pub next_id: u64,
+    pub stopped: bool,
 }
 
-pub(crate) struct Shared {
+/// The pipeline's state shared by its handles, its consumer thread and the stream writer,
+/// which sees only [`Shared::head`], [`Shared::store`], [`Shared::notify`] and
+/// [`Shared::wait_for_events`] (its fields stay private to this module).
+pub struct Shared {
     queue: ArrayQueue<OwnedEvent>,
     recycled: ArrayQueue<EventBuffers>,
     store: RwLock<EventStore>,
@@ -222,24 +226,23 @@ pub(crate) struct Shared {
     progress: Mutex<Progress>,
     progress_changed: Condvar,
     subscribers: Mutex<Vec<Arc<SubState>>>,
-    /// The stream writer's live thread (started with the first attached stream).
-    pub(crate) hub: crate::stream::Hub,
 }
 
 impl Shared {
-    pub(crate) fn head(&self) -> Head {
+    #[inline]
+    pub fn head(&self) -> Head {
         let p = self.progress.lock();
         Head { next_id: p.next_id, stopped: p.stopped }
     }
 
     /// Read access to the store (rendering the stream writer's shared blocks).
-    pub(crate) fn store(&self) -> RwLockReadGuard<'_, EventStore> {
+    pub fn store(&self) -> RwLockReadGuard<'_, EventStore> {
         self.store.read()
     }
 
     /// Runs `mark` under the lock that [`Shared::wait_for_events`] sleeps on, then wakes the
     /// sleepers: a flag set by `mark` is never missed.
-    pub(crate) fn notify(&self, mark: impl FnOnce()) {
+    pub fn notify(&self, mark: impl FnOnce()) {
         {
             let _p = self.progress.lock();
             mark();
@@ -250,7 +253,7 @@ impl Shared {
     /// Sleeps until `due(head)` gives a time that has passed, re-evaluating it whenever events
     /// are stored, the pipeline stops or [`Shared::notify`] is called; `due` returning None
     /// ends the wait at once.
-    pub(crate) fn wait_for_events(&self, mut due: impl FnMut(Head) -> Option<Instant>) {
+    pub fn wait_for_events(&self, mut due: impl FnMut(Head) -> Option<Instant>) {
         let mut p = self.progress.lock();
         loop {
             let Some(until) = due(Head { next_id: p.next_id, stopped: p.stopped }) else { return };
@@ -266,7 +269,7 @@ impl Shared {
 }
 
 pub struct EventPipeline {
-    pub(crate) shared: Arc<Shared>,
+    shared: Arc<Shared>,
     consumer: Mutex<Option<JoinHandle<()>>>,
 }
 
@@ -291,7 +294,6 @@ impl EventPipeline {
             progress: Mutex::new(Progress { processed: 0, next_id: 0, stopped: false }),
             progress_changed: Condvar::new(),
             subscribers: Mutex::new(Vec::new()),
-            hub: crate::stream::Hub::default(),
         });
         let worker = Arc::clone(&shared);
         let handle = thread::Builder::new()
@@ -408,30 +410,10 @@ impl EventPipeline {
         Ok(Subscription { cursor: Cursor { shared: Arc::clone(&self.shared), state } })
     }
 
-    /// Hands `sub` and its connected socket (an HTTP response whose head is sent) to the
-    /// stream writer, which from then on writes every byte of the body: `first_line`, the
-    /// history at full speed in this thread, then live events from the writer's thread, and
-    /// YuniKorn's closing line (see [`crate::stream`]).
-    pub fn open_stream(
-        &self,
-        sub: &Subscription,
-        socket: std::os::fd::BorrowedFd<'_>,
-        options: crate::stream::StreamOptions<'_>,
-    ) -> Result<crate::stream::StreamTicket, CoreError> {
-        if !Arc::ptr_eq(&sub.cursor.shared, &self.shared) {
-            return Err(CoreError::StreamAttach("the subscription belongs to another event store"));
-        }
-        crate::stream::open(&sub.cursor, socket, options)
-    }
-
-    /// Asks every attached stream to be handed back to its owner (shutting down).
-    pub fn release_streams(&self) {
-        crate::stream::release_all(&self.shared);
-    }
-
-    /// Streams handed to the stream writer and not yet ended.
-    pub fn attached_streams(&self) -> u64 {
-        self.shared.hub.attached()
+    /// The state the stream writer (`pyscheduler-stream`) reads the pipeline through.
+    #[inline]
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
     }
 
     pub fn stats(&self) -> PipelineStats {
@@ -444,8 +426,6 @@ impl EventPipeline {
             not_stored: s.not_stored.load(Ordering::Relaxed),
             queued: s.queue.len() as u64,
             subscribers: s.subscribers.lock().len() as u64,
-            attached_streams: s.hub.attached(),
-            stream_write_timeouts: s.hub.write_timeouts(),
             slow_closed: s.slow_closed.load(Ordering::Relaxed),
             delivered: s.delivered.load(Ordering::Relaxed),
             interned_strings: store.interned_strings() as u64,
@@ -597,6 +577,12 @@ pub struct Subscription {
 }
 
 impl Subscription {
+    /// Its place in the ring, for the stream writer (`pyscheduler-stream`).
+    #[inline]
+    pub fn cursor(&self) -> &Cursor {
+        &self.cursor
+    }
+
     /// Up to `max_events` events as NDJSON, waiting up to `timeout` for the first one.
     pub fn next(&self, max_events: usize, timeout: Duration) -> SubscriptionStatus {
         let deadline = Instant::now() + timeout;

@@ -9,10 +9,12 @@
 //! holds up another.
 
 use super::conn::{Conn, Step};
-use super::socket::hung_up;
+use super::socket::{self, hung_up};
+use super::state::{StreamOutcome, StreamState};
 use super::window::Window;
-use super::{finish, StreamOutcome, StreamState};
-use crate::pipeline::Shared;
+use pyscheduler_events::pipeline::Shared;
+use std::ops::Deref;
+use std::os::fd::AsRawFd;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -40,7 +42,7 @@ const CHUNKS_PER_TURN: usize = 4;
 /// the ring, and what the writer has not offered is never a client's lag.
 pub const WRITER_NICENESS: libc::c_int = 10;
 
-/// The writer's state, held by the pipeline.
+/// The writer's state, held by the [`Writer`] beside the pipeline's.
 #[derive(Default)]
 pub(crate) struct Hub {
     state: Mutex<HubState>,
@@ -65,11 +67,11 @@ struct HubState {
 
 impl Hub {
     /// Streams opened and not yet ended.
-    pub(crate) fn attached(&self) -> u64 {
+    pub(super) fn attached(&self) -> u64 {
         self.state.lock().streams.len() as u64
     }
 
-    pub(crate) fn write_timeouts(&self) -> u64 {
+    pub(super) fn write_timeouts(&self) -> u64 {
         self.write_timeouts.load(Ordering::Relaxed)
     }
 
@@ -78,16 +80,47 @@ impl Hub {
     }
 }
 
-pub(super) fn register(shared: &Shared, stream: &Arc<StreamState>) {
+/// One pipeline's stream writer: the pipeline's shared state and the writer's own (the hub).
+/// It derefs to the pipeline's [`Shared`], through which the writer reads the head, renders
+/// from the store and waits for events.
+pub(crate) struct Writer {
+    pub(crate) pipeline: Arc<Shared>,
+    pub(crate) hub: Hub,
+}
+
+impl Deref for Writer {
+    type Target = Shared;
+
+    #[inline]
+    fn deref(&self) -> &Shared {
+        &self.pipeline
+    }
+}
+
+/// Reports `outcome` to the owner; after a socket failure the socket is shut down first, so
+/// the owner's next write fails at once instead of waiting on a client that does not read.
+pub(super) fn finish(shared: &Writer, conn: &Conn, outcome: StreamOutcome) {
+    if matches!(outcome, StreamOutcome::WriteFailed | StreamOutcome::WriteTimeout) {
+        socket::shutdown(&conn.fd);
+    }
+    if outcome == StreamOutcome::WriteTimeout {
+        shared.hub.count_write_timeout();
+    }
+    forget(shared, &conn.stream);
+    conn.stream.control.lock().outcome = Some(outcome);
+    conn.stream.done.notify_all();
+}
+
+pub(super) fn register(shared: &Writer, stream: &Arc<StreamState>) {
     shared.hub.state.lock().streams.push(Arc::clone(stream));
 }
 
-pub(super) fn forget(shared: &Shared, stream: &Arc<StreamState>) {
+pub(super) fn forget(shared: &Writer, stream: &Arc<StreamState>) {
     shared.hub.state.lock().streams.retain(|s| !Arc::ptr_eq(s, stream));
 }
 
 /// Takes a stream that caught up with its history; starts the thread when it is not running.
-pub(super) fn adopt(shared: &Arc<Shared>, mut conn: Conn) {
+pub(super) fn adopt(shared: &Arc<Writer>, mut conn: Conn) {
     // Events may have come since the replay caught up: served without waiting for a round.
     conn.behind = true;
     let start = {
@@ -114,21 +147,21 @@ pub(super) fn adopt(shared: &Arc<Shared>, mut conn: Conn) {
 }
 
 /// Asks every stream to end at its next chunk boundary.
-pub(super) fn release_all(shared: &Shared) {
+pub(super) fn release_all(shared: &Writer) {
     for stream in &shared.hub.state.lock().streams {
         stream.control.lock().release = true;
     }
     wake(shared);
 }
 
-pub(super) fn wake(shared: &Shared) {
+pub(super) fn wake(shared: &Writer) {
     shared.notify(|| shared.hub.dirty.store(true, Ordering::SeqCst));
 }
 
 /// The thread's streams. Should the thread ever unwind, every stream it holds ends
 /// (`WriteFailed`) instead of leaving its owner waiting forever.
 struct Held<'a> {
-    shared: &'a Shared,
+    shared: &'a Writer,
     conns: Vec<Conn>,
 }
 
@@ -148,7 +181,7 @@ impl Drop for Held<'_> {
     }
 }
 
-fn run(shared: &Shared) {
+fn run(shared: &Writer) {
     // SAFETY: nice(3) changes only the calling thread's niceness on Linux; a failure (a
     // limit) leaves it as it was, which is harmless.
     unsafe {
@@ -185,7 +218,7 @@ fn run(shared: &Shared) {
         }
         let gone = if now >= last_peer_check + PEER_CHECK {
             last_peer_check = now;
-            hung_up(conns)
+            hung_up(conns.iter().map(|c| c.fd.as_raw_fd()))
         } else {
             vec![false; conns.len()]
         };

@@ -4,8 +4,8 @@
 
 use super::chunk::Chunk;
 use super::window::Window;
-use super::{closing_line, Framing, StreamOptions, StreamOutcome, StreamState, RELEASED_DESCRIPTION};
-use crate::pipeline::{Cursor, CLOSED_STOPPED};
+use super::state::{closing_line, Framing, StreamOptions, StreamOutcome, StreamState, RELEASED_DESCRIPTION};
+use pyscheduler_events::pipeline::{Cursor, CLOSED_STOPPED};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -125,7 +125,7 @@ impl Conn {
                 match cursor.render(&mut body, OWN_CHUNK_EVENTS) {
                     Some(n) => (Chunk::of_bytes(body, self.framing), n),
                     None => {
-                        let reason = cursor.closed().unwrap_or(crate::pipeline::CLOSED_OVERWRITTEN);
+                        let reason = cursor.closed().unwrap_or(pyscheduler_events::pipeline::CLOSED_OVERWRITTEN);
                         return self.end(StreamOutcome::Closed(reason), reason, now);
                     }
                 }

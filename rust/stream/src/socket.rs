@@ -1,7 +1,6 @@
 //! The system calls of the stream writer: non-blocking `sendmsg`, the writability and hang-up
 //! `poll`s, `shutdown`.
 
-use super::conn::Conn;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::time::Instant;
 
@@ -47,17 +46,16 @@ pub(super) fn send(fd: RawFd, parts: &[&[u8]]) -> Result<usize, ()> {
 }
 
 /// The idle streams whose client hung up (readable EOF, hang-up or error on the socket).
-pub(super) fn hung_up(conns: &[Conn]) -> Vec<bool> {
+pub(super) fn hung_up(sockets: impl Iterator<Item = RawFd>) -> Vec<bool> {
     #[cfg(target_os = "linux")]
     const HANGUP: libc::c_short = libc::POLLRDHUP | libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
     #[cfg(not(target_os = "linux"))]
     const HANGUP: libc::c_short = libc::POLLHUP | libc::POLLERR | libc::POLLNVAL;
-    let mut fds: Vec<libc::pollfd> =
-        conns.iter().map(|c| libc::pollfd { fd: c.fd.as_raw_fd(), events: HANGUP, revents: 0 }).collect();
+    let mut fds: Vec<libc::pollfd> = sockets.map(|fd| libc::pollfd { fd, events: HANGUP, revents: 0 }).collect();
     // SAFETY: fds is a valid array of pollfd for the duration of the call.
     let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, 0) };
     if ready <= 0 {
-        return vec![false; conns.len()];
+        return vec![false; fds.len()];
     }
     fds.iter().map(|p| p.revents & HANGUP != 0).collect()
 }

@@ -2,9 +2,10 @@
 
 use super::hub::{self, wake};
 use super::*;
-use crate::pipeline::{EventPipeline, Subscription, CLOSED_SLOW, CLOSED_STOPPED};
+use pyscheduler_events::pipeline::{EventPipeline, Subscription, CLOSED_SLOW, CLOSED_STOPPED};
+use pyscheduler_events::record::{EventFields, Kind, OwnedEvent};
+use std::ops::Deref;
 use std::sync::atomic::AtomicBool;
-use crate::record::{EventFields, Kind, OwnedEvent};
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::os::fd::AsFd;
@@ -14,6 +15,36 @@ const FIRST_LINE: &[u8] = b"{\"InstanceUUID\":\"test\"}\n";
 
 fn options(write_timeout: Duration) -> StreamOptions<'static> {
     StreamOptions { first_line: FIRST_LINE, framing: Framing::Chunked, write_timeout }
+}
+
+/// A pipeline with its stream writer, as the binding holds them.
+struct Streamed {
+    pipeline: EventPipeline,
+    writer: StreamWriter,
+}
+
+impl Streamed {
+    fn new(capacity: usize, queue_capacity: usize) -> Streamed {
+        let pipeline = EventPipeline::new(capacity, queue_capacity);
+        let writer = StreamWriter::new(&pipeline);
+        Streamed { pipeline, writer }
+    }
+
+    fn open_stream(&self, sub: &Subscription, socket: BorrowedFd<'_>, options: StreamOptions<'_>) -> Result<StreamTicket, CoreError> {
+        self.writer.open_stream(sub, socket, options)
+    }
+
+    fn attached_streams(&self) -> u64 {
+        self.writer.attached_streams()
+    }
+}
+
+impl Deref for Streamed {
+    type Target = EventPipeline;
+
+    fn deref(&self) -> &EventPipeline {
+        &self.pipeline
+    }
 }
 
 fn ev(i: i64) -> OwnedEvent {
@@ -106,7 +137,7 @@ fn closing_description(reader: &Reader) -> Option<String> {
 
 /// A live subscription with `capacity` opened over a fresh loopback connection:
 /// (ticket, subscription, server side, client side).
-fn attached(p: &EventPipeline, capacity: u64, write_timeout: Duration) -> (StreamTicket, Subscription, TcpStream, TcpStream) {
+fn attached(p: &Streamed, capacity: u64, write_timeout: Duration) -> (StreamTicket, Subscription, TcpStream, TcpStream) {
     let (server, client) = connection();
     let sub = p.subscribe_recent(0, capacity).unwrap();
     let ticket = p.open_stream(&sub, server.as_fd(), options(write_timeout)).unwrap();
@@ -126,7 +157,7 @@ fn niceness(stat_path: &std::path::Path) -> Option<i32> {
 
 #[test]
 fn the_writer_thread_stands_back_for_the_scheduling_thread() {
-    let p = EventPipeline::new(1_000, 1_000);
+    let p = Streamed::new(1_000, 1_000);
     let (_ticket, _sub, _server, _client) = attached(&p, 2_000, Duration::from_secs(5));
     let own = niceness(std::path::Path::new("/proc/thread-self/stat")).unwrap();
     let expected = (own + hub::WRITER_NICENESS).min(19);
@@ -149,7 +180,7 @@ fn the_writer_thread_stands_back_for_the_scheduling_thread() {
 
 #[test]
 fn attached_streams_get_every_event_in_order_in_few_chunks() {
-    let p = EventPipeline::new(100_000, 100_000);
+    let p = Streamed::new(100_000, 100_000);
     add(&p, 0..10);
     let mut tickets = Vec::new();
     let mut readers = Vec::new();
@@ -180,7 +211,7 @@ fn attached_streams_get_every_event_in_order_in_few_chunks() {
 
 #[test]
 fn release_ends_with_the_closing_line_at_a_chunk_boundary() {
-    let p = EventPipeline::new(10_000, 10_000);
+    let p = Streamed::new(10_000, 10_000);
     let (ticket, _sub, server, client) = attached(&p, 10_000, Duration::from_secs(5));
     add(&p, 0..500);
     let mut reader = Reader::new(client);
@@ -199,7 +230,7 @@ fn release_ends_with_the_closing_line_at_a_chunk_boundary() {
 
 #[test]
 fn open_writes_the_first_line_and_the_history_before_it_returns() {
-    let p = EventPipeline::new(100_000, 100_000);
+    let p = Streamed::new(100_000, 100_000);
     add(&p, 0..50_000);
     let (server, client) = connection();
     let sub = p.subscribe_recent(30_000, 100_000).unwrap();
@@ -219,7 +250,7 @@ fn open_writes_the_first_line_and_the_history_before_it_returns() {
 
 #[test]
 fn a_history_the_client_does_not_read_ends_at_the_write_deadline_in_open() {
-    let p = EventPipeline::new(200_000, 200_000);
+    let p = Streamed::new(200_000, 200_000);
     add(&p, 0..200_000);
     let (server, mut client) = connection();
     let sub = p.subscribe_recent(200_000, 1_000_000).unwrap();
@@ -227,7 +258,7 @@ fn a_history_the_client_does_not_read_ends_at_the_write_deadline_in_open() {
     let ticket = p.open_stream(&sub, server.as_fd(), options(Duration::from_millis(300))).unwrap();
     assert_eq!(ticket.outcome(), Some(StreamOutcome::WriteTimeout));
     assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
-    assert_eq!(p.stats().stream_write_timeouts, 1);
+    assert_eq!(p.writer.write_timeouts(), 1);
     assert_eq!(p.attached_streams(), 0);
     client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut sink = Vec::new();
@@ -236,7 +267,7 @@ fn a_history_the_client_does_not_read_ends_at_the_write_deadline_in_open() {
 
 #[test]
 fn a_close_delimited_body_has_no_chunk_framing() {
-    let p = EventPipeline::new(1_000, 1_000);
+    let p = Streamed::new(1_000, 1_000);
     add(&p, 1..4);
     let (server, mut client) = connection();
     let sub = p.subscribe_recent(3, 1_000).unwrap();
@@ -261,7 +292,7 @@ fn a_close_delimited_body_has_no_chunk_framing() {
 
 #[test]
 fn a_client_that_stops_reading_is_cut_and_the_others_continue() {
-    let p = EventPipeline::new(200_000, 200_000);
+    let p = Streamed::new(200_000, 200_000);
     let (slow_server, slow_client) = connection();
     let (fast_server, fast_client) = connection();
     let slow_sub = p.subscribe_recent(0, 2_000).unwrap();
@@ -288,14 +319,14 @@ fn a_client_that_stops_reading_is_cut_and_the_others_continue() {
     assert!(got < sent as usize, "the cut client got {got} of {sent}");
     assert_eq!(outcome(&slow, Duration::from_secs(5)), StreamOutcome::Closed(CLOSED_SLOW));
     assert_eq!(closing_description(&slow_reader).as_deref(), Some(CLOSED_SLOW));
-    assert_eq!(p.stats().stream_write_timeouts, 0);
+    assert_eq!(p.writer.write_timeouts(), 0);
 }
 
 #[test]
 fn a_burst_beyond_the_capacity_between_two_rounds_does_not_cut_a_client_that_reads() {
     // The scheduler can store thousands of events within one of the writer's 20 ms rounds: a
     // client that takes every chunk it is given is not behind, whatever the burst.
-    let p = EventPipeline::new(200_000, 200_000);
+    let p = Streamed::new(200_000, 200_000);
     let (server, client) = connection();
     let sub = p.subscribe_recent(0, 2_000).unwrap();
     let ticket = p.open_stream(&sub, server.as_fd(), options(Duration::from_secs(30))).unwrap();
@@ -316,7 +347,7 @@ fn a_burst_beyond_the_capacity_between_two_rounds_does_not_cut_a_client_that_rea
 
 #[test]
 fn a_chunk_not_written_within_the_write_timeout_ends_the_stream() {
-    let p = EventPipeline::new(200_000, 200_000);
+    let p = Streamed::new(200_000, 200_000);
     let (server, mut client) = connection();
     let sub = p.subscribe_recent(0, 1_000_000).unwrap();
     let ticket = p.open_stream(&sub, server.as_fd(), options(Duration::from_millis(300))).unwrap();
@@ -327,7 +358,7 @@ fn a_chunk_not_written_within_the_write_timeout_ends_the_stream() {
         thread::sleep(Duration::from_millis(30));
     }
     assert_eq!(outcome(&ticket, Duration::from_secs(5)), StreamOutcome::WriteTimeout);
-    assert_eq!(p.stats().stream_write_timeouts, 1);
+    assert_eq!(p.writer.write_timeouts(), 1);
     // The socket was shut down: the client reaches its end.
     client.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
     let mut sink = Vec::new();
@@ -336,7 +367,7 @@ fn a_chunk_not_written_within_the_write_timeout_ends_the_stream() {
 
 #[test]
 fn a_client_that_hangs_up_on_an_idle_stream_is_noticed() {
-    let p = EventPipeline::new(1_000, 1_000);
+    let p = Streamed::new(1_000, 1_000);
     let (ticket, _sub, _server, client) = attached(&p, 1_000, Duration::from_secs(5));
     drop(client);
     assert_eq!(outcome(&ticket, PEER_CHECK + Duration::from_secs(2)), StreamOutcome::PeerClosed);
@@ -345,7 +376,7 @@ fn a_client_that_hangs_up_on_an_idle_stream_is_noticed() {
 
 #[test]
 fn stop_delivers_what_was_stored_then_closes() {
-    let p = EventPipeline::new(100_000, 100_000);
+    let p = Streamed::new(100_000, 100_000);
     let (ticket, sub, server, client) = attached(&p, 100_000, Duration::from_secs(5));
     for i in 0..30_000 {
         p.add(ev(i));
@@ -361,7 +392,7 @@ fn stop_delivers_what_was_stored_then_closes() {
 
 #[test]
 fn a_live_stream_left_behind_the_shared_blocks_catches_up_without_a_gap() {
-    let p = EventPipeline::new(200_000, 200_000);
+    let p = Streamed::new(200_000, 200_000);
     add(&p, 0..1_000);
     // Both caught up at once; the slow one then stops reading while 150,000 events come, so
     // it falls behind what the writer keeps rendered and is served its own rendering.
@@ -383,10 +414,10 @@ fn a_live_stream_left_behind_the_shared_blocks_catches_up_without_a_gap() {
 
 #[test]
 fn streams_end_when_the_hub_thread_unwinds_and_a_new_hub_serves_later_ones() {
-    let p = EventPipeline::new(1_000, 1_000);
+    let p = Streamed::new(1_000, 1_000);
     let (ticket, _sub, _server, _client) = attached(&p, 1_000, Duration::from_secs(5));
-    p.shared.hub.inject_panic.store(true, Ordering::SeqCst);
-    wake(&p.shared);
+    p.writer.writer.hub.inject_panic.store(true, Ordering::SeqCst);
+    wake(&p.writer.writer);
     assert_eq!(outcome(&ticket, Duration::from_secs(5)), StreamOutcome::WriteFailed);
     assert_eq!(p.attached_streams(), 0);
     let (ticket, _sub, _server, client) = attached(&p, 1_000, Duration::from_secs(5));
@@ -400,7 +431,7 @@ fn streams_end_when_the_hub_thread_unwinds_and_a_new_hub_serves_later_ones() {
 /// left attached or subscribed at the end.
 #[test]
 fn hammer_attach_read_and_end_concurrently() {
-    let p = Arc::new(EventPipeline::new(200_000, 1_000_000));
+    let p = Arc::new(Streamed::new(200_000, 1_000_000));
     let stop = Arc::new(AtomicBool::new(false));
     let producer = {
         let (p, stop) = (Arc::clone(&p), Arc::clone(&stop));
@@ -468,12 +499,12 @@ fn hammer_attach_read_and_end_concurrently() {
 
 #[test]
 fn attach_refuses_a_closed_subscription_and_dropping_the_ticket_releases() {
-    let p = EventPipeline::new(1_000, 1_000);
+    let p = Streamed::new(1_000, 1_000);
     let (server, _client) = connection();
     let sub = p.subscribe_recent(0, 1_000).unwrap();
     sub.close();
     assert!(matches!(p.open_stream(&sub, server.as_fd(), options(Duration::from_secs(1))), Err(CoreError::StreamAttach(_))));
-    let other = EventPipeline::new(1_000, 1_000);
+    let other = Streamed::new(1_000, 1_000);
     let sub = p.subscribe_recent(0, 1_000).unwrap();
     assert!(matches!(other.open_stream(&sub, server.as_fd(), options(Duration::from_secs(1))), Err(CoreError::StreamAttach(_))));
     let ticket = p.open_stream(&sub, server.as_fd(), options(Duration::from_secs(1))).unwrap();

@@ -3,7 +3,7 @@
 
 use super::conn::{Conn, Step};
 use super::socket::wait_writable;
-use super::StreamOutcome;
+use super::state::StreamOutcome;
 use std::time::Instant;
 
 /// Writes the pending first line and every event up to the head. None when the stream caught

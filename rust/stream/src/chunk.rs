@@ -6,7 +6,7 @@
 //! one copy of them alive, not a hundred.
 
 use super::socket::send;
-use super::Framing;
+use super::state::Framing;
 use super::window::{Block, Slice};
 use std::collections::VecDeque;
 use std::os::fd::RawFd;

@@ -1,6 +1,6 @@
 //! The recently stored events, rendered once into blocks that every stream sends from.
 
-use crate::pipeline::Shared;
+use pyscheduler_events::pipeline::Shared;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
