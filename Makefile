@@ -40,11 +40,13 @@ $(STAMP): requirements/dev.txt
 	touch $@
 
 # Builds the extension in release mode and installs the package into .venv in editable
-# mode (Python sources are used from the work tree, the native module is put beside them).
+# mode (Python sources are used from the work tree, the native module is put beside them), with
+# the reporter-grpc extra (socket reporter plugins; pinned in requirements/dev.txt).
 build: $(NATIVE_STAMP)
 
 $(NATIVE_STAMP): $(STAMP) $(NATIVE_SOURCES)
-	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(BIN)):$$PATH $(BIN)/maturin develop --release --quiet
+	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(BIN)):$$PATH $(BIN)/maturin develop --release --quiet \
+		--extras reporter-grpc
 	touch $@
 
 # The REST service and Kubernetes shim packages, installed editable into .venv (their
@@ -61,8 +63,9 @@ $(WEB_STAMP): $(NATIVE_STAMP) $(WEB_SOURCES)
 serve: build web
 	$(BIN)/pyscheduler serve --demo $(SERVE_ARGS)
 
-# The wheels, and the core's dependencies (as pinned) as wheels beside them, so a test can
-# install the core into an empty virtual environment without any index.
+# The wheels, and the core's dependencies and its reporter-grpc extra's (as pinned) as wheels
+# beside them, so a test can install the core, with and without the extra, into an empty virtual
+# environment without any index.
 wheels: $(STAMP)
 	$(BIN)/maturin build --release --quiet --out dist
 	$(BIN)/pip wheel --quiet --no-deps --wheel-dir dist ./web ./k8s

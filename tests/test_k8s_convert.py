@@ -1,10 +1,9 @@
-"""What the Kubernetes shim reads from pods and nodes (pyscheduler_k8s.quantity, .pods, .nodes,
-.predicates): YuniKorn's shim conventions (shared/spec/kubernetes.md) and kube-scheduler's
-filters, on the objects as the API server serves them."""
+"""What the Kubernetes shim reads from pods and nodes (pyscheduler_k8s.pods, .nodes, .predicates):
+YuniKorn's shim conventions (shared/spec/kubernetes.md) and kube-scheduler's filters, on the
+objects as the API server serves them. Quantities themselves: tests/test_common_quantity.py."""
 
 from __future__ import annotations
 
-from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -13,35 +12,6 @@ from pyscheduler.si import messages as si
 from pyscheduler_k8s.nodes import node_view
 from pyscheduler_k8s.pods import PodError, app_id_of, pod_request, pod_view, queue_of, user_of
 from pyscheduler_k8s.predicates import check_node, host_ports
-from pyscheduler_k8s.quantity import QuantityError, parse_quantity, to_int, to_milli
-
-
-@pytest.mark.parametrize(("text", "value"), [
-    ("1", Decimal(1)), ("100m", Decimal("0.1")), ("1.5", Decimal("1.5")), ("1Ki", Decimal(1024)),
-    ("1.5Gi", Decimal(3 << 29)), ("2k", Decimal(2000)), ("3M", Decimal(3_000_000)), ("1e3", Decimal(1000)),
-    ("5E-1", Decimal("0.5")), ("129e6", Decimal(129_000_000)), (".5", Decimal("0.5")), ("+7", Decimal(7)),
-    ("250u", Decimal("0.00025")), ("1n", Decimal("0.000000001")), ("1Ei", Decimal(1 << 60)),
-])
-def test_quantities_parse_exactly(text: str, value: Decimal) -> None:
-    assert parse_quantity(text) == value
-
-
-def test_quantities_round_up_as_kubernetes_does() -> None:
-    assert to_milli("100m") == 100 and to_milli("1") == 1000 and to_milli("0.0001") == 1 and to_milli("1n") == 1
-    assert to_int("1.5") == 2 and to_int("1Mi") == 1 << 20 and to_int("1") == 1 and to_int("0") == 0
-
-
-@pytest.mark.parametrize("text", ["", "abc", "1.2.3", "5Q", "1e999", "--1", "1 Gi", "Mi"])
-def test_bad_quantities_say_so(text: str) -> None:
-    with pytest.raises(QuantityError, match="quantity"):
-        parse_quantity(text)
-
-
-def test_quantities_beyond_int64_are_refused_not_saturated() -> None:
-    with pytest.raises(QuantityError, match="int64"):
-        to_int("16Ei")  # 2^64
-    with pytest.raises(QuantityError, match="int64"):
-        to_milli("9223372036854775807")
 
 
 def _pod(**spec: Any) -> dict[str, Any]:

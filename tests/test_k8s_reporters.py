@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 import os
 import re
 import signal
@@ -425,6 +426,56 @@ def test_the_shim_s_role_reads_the_reports_and_writes_none(kube: KubeCluster, tm
         kube.request("DELETE", cnr_path("role-check"))
 
 
+def _status_subresource_served(kube: KubeCluster) -> bool:
+    found = kube.request("GET", f"/apis/{CNR.group}/{CNR.version}").json().get("resources") or []
+    return any(resource["name"] == "customnoderesources/status" for resource in found)
+
+
+def test_with_katalyst_s_crd_the_agent_writes_the_status_through_its_subresource(kube: KubeCluster,
+                                                                                 tmp_path: Path) -> None:
+    """Issue 32's bug: with Katalyst's own CustomNodeResource CRD (a status subresource) installed,
+    the agent's one apply wrote no status. Here the project's CRD with ``subresources: {status:
+    {}}`` added, as Katalyst's has, replaces it: the agent process (the manifests' account) writes
+    the whole object, status included, in two requests; an unchanged round writes nothing. The
+    project's CRD is put back after."""
+    node = "kwok-8"
+    crd = yaml.safe_load((DEPLOY / "40-customnoderesource-crd.yaml").read_text())
+    for version in crd["spec"]["versions"]:
+        version["subresources"] = {"status": {}}
+    katalyst_crd = tmp_path / "katalyst-crd.yaml"
+    katalyst_crd.write_text(yaml.safe_dump(crd))
+    kubeconfig = _account_kubeconfig(kube, AGENT_ACCOUNT, tmp_path / "agent.kubeconfig")
+    expected = cnr_object(node, merge([Reported("inventory", Inventory(node).report()[node][0].fields)],
+                                      NODE_SCHEMA)).body
+    assert expected["status"], "the plugin reports status fields"
+    _kubectl_apply(kube, katalyst_crd)
+    process: subprocess.Popen[bytes] | None = None
+    log = tmp_path / "agent.log"
+    try:
+        kube.wait_for("the status subresource served", lambda: _status_subresource_served(kube), timeout=30)
+        # The CRD behaves as Katalyst's: a status written to the object itself is dropped.
+        answer = kube.request("POST", CNR_PATH, expected)
+        assert answer.status_code == 201 and "status" not in answer.json(), answer.text
+        assert kube.request("DELETE", cnr_path(node)).status_code == 200
+        process = _start_agent(node, kubeconfig, log, period=0.5)
+        kube.wait_for("the status written", lambda: kube.request("GET", cnr_path(node)).json().get("status"),
+                      timeout=30)
+        kube.wait_for("a round after it", lambda: re.search(r"round [2-9]\d*: unchanged", log.read_text()), timeout=30)
+        stored = _cnr(kube, node)
+        assert _written_part(stored) == expected, log.read_text()
+        written = [line for line in log.read_text().splitlines() if re.search(r": written, \d+ request", line)]
+        assert len(written) == 1 and "round 1: written, 2 requests" in written[0], log.read_text()
+        assert "status subresource" in log.read_text()
+        assert {(f["manager"], f.get("subresource", "")) for f in stored["metadata"]["managedFields"]} >= {
+            ("pyscheduler-reporter-agent", ""), ("pyscheduler-reporter-agent", "status")}
+    finally:
+        if process is not None:
+            assert _stop(process) == 0, log.read_text()
+        kube.request("DELETE", cnr_path(node))
+        _kubectl_apply(kube, DEPLOY / "40-customnoderesource-crd.yaml")
+        kube.wait_for("the project's CRD back", lambda: not _status_subresource_served(kube), timeout=30)
+
+
 # -- without a cluster --------------------------------------------------------------------------------
 
 
@@ -533,16 +584,34 @@ def test_an_unreachable_api_server_fails_the_round_not_the_agent(tmp_path: Path)
 
 
 class _RecordingApi:
-    """Answers every apply as a server would, keeping the bodies; ``keep_status`` False answers as
-    a CRD with a status subresource does (the status left out)."""
+    """Answers every apply as a server would, keeping the bodies (``bodies``, ``paths``) and the
+    object (``stored``, the fields written; no other writer). ``status_subresource`` answers as a
+    CRD with one does (Katalyst's): the object's endpoint ignores the status, ``/status`` writes
+    only it; without one, ``/status`` is not found."""
 
-    def __init__(self, keep_status: bool = True) -> None:
+    def __init__(self, status_subresource: bool = False) -> None:
         self.bodies: list[dict[str, Any]] = []
-        self.keep_status = keep_status
+        self.paths: list[str] = []
+        self.status_subresource = status_subresource
+        self.stored: dict[str, Any] = {}
 
     def request(self, method: str, path: str, body: Any = None, **_: Any) -> Any:
         self.bodies.append(body)
-        return body if self.keep_status else {k: v for k, v in body.items() if k != "status"}
+        self.paths.append(path)
+        status = self.stored.get("status")
+        if path.endswith("/status"):
+            if not self.status_subresource:
+                raise KubeApiError(404, "NotFound", "the server could not find the requested resource")
+            status = body.get("status")
+        elif self.status_subresource:
+            self.stored = {k: v for k, v in body.items() if k != "status"}
+        else:
+            self.stored, status = dict(body), body.get("status")
+        if status is not None:
+            self.stored["status"] = status
+        else:
+            self.stored.pop("status", None)
+        return json.loads(json.dumps(self.stored))
 
 
 class _Watching:
@@ -595,19 +664,60 @@ def test_a_watching_plugin_s_report_is_written_before_the_next_round() -> None:
     assert not worker.is_alive()
 
 
-def test_a_crd_with_a_status_subresource_is_said_once(caplog: pytest.LogCaptureFixture) -> None:
-    agent = ReporterAgent("node-1", _RecordingApi(keep_status=False), ManagerSettings(),  # type: ignore[arg-type]
-                          resync=0.001)
+def test_with_a_status_subresource_the_status_is_written_through_it(caplog: pytest.LogCaptureFixture) -> None:
+    """Katalyst's own CRD (issue 32's bug: the agent could not write the status there). The
+    first write finds the status ignored and writes it through /status at once; every later
+    write is two requests, the object's metadata and spec, then its status."""
+    caplog.set_level(logging.INFO, logger="pyscheduler_k8s.agent")
+    api = _RecordingApi(status_subresource=True)
+    agent = ReporterAgent("node-1", api, ManagerSettings(), resync=0.001)  # type: ignore[arg-type]
     agent.register(Inventory("node-1"))
     try:
-        for _ in range(2):
-            agent.run_round()
-            time.sleep(0.002)
+        first = agent.run_round()
+        expected = cnr_object("node-1", agent.manager.merged("node-1")).body
+        assert (first.outcome, first.requests) == ("written", 2)
+        assert api.paths == [cnr_path("node-1"), cnr_path("node-1") + "/status"]
+        assert api.stored == expected and set(expected["status"]) == {"reclaimedResourceCapacity", "topologyPolicy"}
+        time.sleep(0.002)
+        again = agent.run_round()  # the resync: written again although nothing changed
+        assert (again.outcome, again.requests) == ("written", 2) and api.stored == expected
+        assert "status" not in api.bodies[2] and api.bodies[3]["status"] == expected["status"]
     finally:
         agent.close()
     said = [r.message for r in caplog.records if "status subresource" in r.message]
-    assert len(said) == 1 and "reclaimedResourceCapacity, topologyPolicy" in said[0], said
-    assert agent.writes == 2  # the resync wrote again although nothing changed
+    assert len(said) == 1 and "written through /status" in said[0], said
+    assert agent.writes == 2 and agent.requests == 4 and agent.status_subresource is True
+
+
+def test_without_a_status_subresource_one_apply_writes_it_all() -> None:
+    api = _RecordingApi(status_subresource=False)
+    agent = ReporterAgent("node-1", api, ManagerSettings(), resync=0.001)  # type: ignore[arg-type]
+    agent.register(Inventory("node-1"))
+    try:
+        assert agent.run_round().requests == 1
+        time.sleep(0.002)
+        assert agent.run_round().requests == 1
+    finally:
+        agent.close()
+    assert api.paths == [cnr_path("node-1")] * 2 and api.stored == api.bodies[-1]
+    assert "status" in api.stored and agent.status_subresource is None
+
+
+def test_a_crd_that_lost_its_status_subresource_is_written_in_one_apply_again() -> None:
+    api = _RecordingApi(status_subresource=True)
+    agent = ReporterAgent("node-1", api, ManagerSettings(), resync=0.001)  # type: ignore[arg-type]
+    agent.register(Inventory("node-1"))
+    try:
+        agent.run_round()
+        api.status_subresource = False  # the project's CRD installed over Katalyst's
+        time.sleep(0.002)
+        refused = agent.run_round()
+        assert (refused.outcome, refused.requests) == ("failed", 2) and "404" in refused.reason
+        time.sleep(0.002)
+        assert agent.run_round().requests == 1
+    finally:
+        agent.close()
+    assert api.stored == api.bodies[-1] and "status" in api.stored
 
 
 def test_without_the_kubernetes_package_the_command_says_how_to_install_it(

@@ -18,6 +18,7 @@ from pyscheduler.reporter.content import FieldType, GroupVersionKind, ReportCont
 from pyscheduler.reporter.manager import ManagerSettings, ReporterError, ReporterManager
 from pyscheduler.reporter.node_fields import CNR, NODE
 from pyscheduler.reporter.plugin import NodeReport
+from pyscheduler.si import messages as si
 
 NODES = ("n1", "n2")
 GVK_OTHER = GroupVersionKind("example.com", "v1", "Other")
@@ -145,9 +146,56 @@ def test_capacity_and_occupied_reach_the_node(w: World) -> None:
     node = w.partition().nodes["n1"]
     assert node.total == Resource({"vcore": 2000, "memory": 2000})
     assert node.available == Resource({"vcore": 2000, "memory": 1500})
-    plugin.content = {}
+    plugin.content = {"n1": [ReportContent(CNR, status[:1])]}
     m.run_round()
     assert node.available == Resource({"vcore": 2000, "memory": 2000}), "occupied no longer reported"
+    plugin.content = {}
+    m.run_round()
+    assert node.total == node.available == Resource({"vcore": 100, "memory": 1000}), "the RM's capacity again"
+
+
+def _capacity(cpu: str, memory: str) -> ReportContent:
+    value = json.dumps({"allocatable": {"cpu": cpu, "memory": memory}}).encode()
+    return ReportContent(CNR, (ReportField(FieldType.STATUS, "Resources", value),))
+
+
+def test_the_rm_s_capacity_comes_back_when_no_plugin_reports_one(w: World) -> None:
+    """Issue 32's bug: a reported capacity stayed on the node after every plugin was gone."""
+    m = manager(w, grace=10.0)
+    rm_capacity = w.partition().nodes["n1"].total
+    plugin = Plugin("agent", {"n1": [_capacity("2", "2000")]})
+    m.register(plugin)
+    m.run_round()
+    assert w.partition().nodes["n1"].total == Resource({"vcore": 2000, "memory": 2000})
+    # No longer reported by the plugin: the RM's capacity again.
+    plugin.content = {"n1": [labels(still="here")]}
+    m.run_round()
+    assert w.partition().nodes["n1"].total == rm_capacity
+    # Reported again, then the plugin goes and its grace period ends: the RM's capacity again.
+    plugin.content = {"n1": [_capacity("3", "3000")]}
+    m.run_round()
+    assert w.partition().nodes["n1"].total == Resource({"vcore": 3000, "memory": 3000})
+    m.deregister("agent")
+    w.clock.advance(10.0)
+    assert m.run_round().updated == ("n1",)
+    assert w.partition().nodes["n1"].total == rm_capacity and m.plugins() == []
+
+
+def test_a_capacity_the_rm_changed_meanwhile_is_the_one_that_comes_back(w: World) -> None:
+    m = manager(w)
+    plugin = Plugin("agent", {"n1": [_capacity("2", "2000")]})
+    m.register(plugin)
+    m.run_round()
+    # The RM's own update while a reported capacity is in force (it replaces it, as any RM
+    # update of the capacity does); then the report changes and later leaves.
+    w.nodes(si.NodeInfo(node_id="n1", action=si.NodeAction.UPDATE, schedulable_resource=Resource({"memory": 4000,
+                                                                                                   "vcore": 400})))
+    plugin.content = {"n1": [_capacity("5", "5000")]}
+    m.run_round()
+    assert w.partition().nodes["n1"].total == Resource({"vcore": 5000, "memory": 5000})
+    plugin.content = {}
+    m.run_round()
+    assert w.partition().nodes["n1"].total == Resource({"vcore": 400, "memory": 4000})
 
 
 def test_bad_content_is_rejected_per_field_and_recorded(w: World) -> None:

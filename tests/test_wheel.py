@@ -77,34 +77,56 @@ def test_the_wheel_ships_only_the_product() -> None:
     assert "pyscheduler/testing/recording.py" in names  # the public test kit is (as flask.testing)
 
 
-def test_every_module_imports_without_the_web_stack(tmp_path: Path) -> None:
-    """The core wheel and its declared dependencies (PyYAML, fsspec, from dist/deps: no index), nothing
-    else: every module of the installed package imports, and Flask is not there to lean on."""
+#: Imports every module of the installed package; prints what failed and what is installed.
+_IMPORT_EVERY_MODULE = (
+    "import importlib, importlib.util, json, pkgutil, pyscheduler\n"
+    "names = ['pyscheduler']\n"
+    "for info in pkgutil.walk_packages(pyscheduler.__path__, 'pyscheduler.'):\n"
+    "    names.append(info.name)\n"
+    "failed = {}\n"
+    "for name in names:\n"
+    "    try:\n"
+    "        importlib.import_module(name)\n"
+    "    except Exception as exc:\n"
+    "        failed[name] = f'{type(exc).__name__}: {exc}'\n"
+    "print(json.dumps({'names': names, 'failed': failed, 'file': pyscheduler.__file__,\n"
+    "    'flask': importlib.util.find_spec('flask') is not None,\n"
+    "    'grpc': importlib.util.find_spec('grpc') is not None,\n"
+    "    'benchmarks': importlib.util.find_spec('benchmarks') is not None}))\n"
+)
+
+
+def _dependency_wheels() -> Path:
     deps = ROOT / "dist" / "deps"
     if not any(deps.glob("*.whl")):
         pytest.fail("no dependency wheels in dist/deps: run `make wheels` (make test does it first)")
-    python = _fresh_venv_with(tmp_path, "--find-links", str(deps), str(_newest_wheel()))
+    return deps
+
+
+def test_every_module_imports_without_the_web_stack(tmp_path: Path) -> None:
+    """The core wheel and its declared dependencies (PyYAML, fsspec, from dist/deps: no index), nothing
+    else: every module of the installed package imports but the socket reporter plugins (the
+    reporter-grpc extra, not pulled in: they say how to install it), and Flask is not there to lean on."""
+    python = _fresh_venv_with(tmp_path, "--find-links", str(_dependency_wheels()), str(_newest_wheel()))
     env_dir = tmp_path / "venv"
-    script = (
-        "import importlib, importlib.util, json, pkgutil, pyscheduler\n"
-        "names = ['pyscheduler']\n"
-        "for info in pkgutil.walk_packages(pyscheduler.__path__, 'pyscheduler.'):\n"
-        "    names.append(info.name)\n"
-        "failed = {}\n"
-        "for name in names:\n"
-        "    try:\n"
-        "        importlib.import_module(name)\n"
-        "    except Exception as exc:\n"
-        "        failed[name] = f'{type(exc).__name__}: {exc}'\n"
-        "print(json.dumps({'names': names, 'failed': failed, 'file': pyscheduler.__file__,\n"
-        "    'flask': importlib.util.find_spec('flask') is not None,\n"
-        "    'benchmarks': importlib.util.find_spec('benchmarks') is not None}))\n"
-    )
-    result = _run_json(python, script, tmp_path)
+    result = _run_json(python, _IMPORT_EVERY_MODULE, tmp_path)
     assert str(env_dir) in result["file"], "imported from the installed wheel"
     assert result["flask"] is False and result["benchmarks"] is False
-    assert result["failed"] == {}
+    assert result["grpc"] is False, "gRPC is the reporter-grpc extra, not a dependency"
+    grpc_modules = {name for name in result["names"]
+                    if name == "pyscheduler.reporter.socket_plugins" or name.startswith("pyscheduler.reporter.grpc_api.")}
+    assert set(result["failed"]) == grpc_modules, result["failed"]
+    assert "pip install 'pyscheduler[reporter-grpc]'" in result["failed"]["pyscheduler.reporter.socket_plugins"]
     # The walk saw the whole package (a broken walk would pass vacuously).
     for module in ("pyscheduler.cli", "pyscheduler.dao.nodes", "pyscheduler.scheduler.loop", "pyscheduler.testing",
                    "pyscheduler.si.messages", "pyscheduler.sim.runner", "pyscheduler._native"):
         assert module in result["names"], module
+
+
+def test_with_the_reporter_grpc_extra_every_module_imports(tmp_path: Path) -> None:
+    wheel = _newest_wheel()
+    python = _fresh_venv_with(tmp_path, "--find-links", str(_dependency_wheels()),
+                              f"pyscheduler[reporter-grpc] @ {wheel.as_uri()}")
+    result = _run_json(python, _IMPORT_EVERY_MODULE, tmp_path)
+    assert result["grpc"] is True and result["failed"] == {}
+    assert "pyscheduler.reporter.socket_plugins" in result["names"]

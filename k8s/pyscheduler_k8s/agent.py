@@ -18,12 +18,19 @@ polls every plugin and merges what they say about this node (content about anoth
 rejected, as about a node the agent does not serve). The agent then builds the node's CNR from
 the merge (:func:`.cnr.cnr_object`) and, when it differs from the last one written, or nothing
 was written yet by this process, or ``resync`` seconds have passed since the last write (an
-object deleted or edited by someone else comes back), writes it in **one request**: a
-server-side apply (``PATCH`` with ``application/apply-patch+yaml``, field manager
-``pyscheduler-reporter-agent``, ``force``). One apply creates the object or updates it, metadata,
-spec and status together (the CRD in ``k8s/deploy`` has no status subresource for that reason),
-drops every field the agent wrote before and no longer reports, and leaves the fields other
-writers own. A watching plugin's new report (``ListAndWatchReportContent``) is written at once
+object deleted or edited by someone else comes back), writes it with a server-side apply (``PATCH`` with ``application/apply-patch+yaml``, field manager
+``pyscheduler-reporter-agent``, ``force``), which creates the object or updates it, drops every
+field the agent wrote before and no longer reports, and leaves the fields other writers own.
+
+**One request, or two with Katalyst's CRD.** With the CRD in ``k8s/deploy`` (no status
+subresource) one apply writes metadata, spec and status together. Katalyst's own CRD has a
+status subresource: there the object's endpoint ignores ``status`` and only ``.../status``
+writes it, so the agent applies metadata and spec to the object, then the status to
+``/status`` (two requests a write; users of Katalyst keep their CRD). Which CRD is installed is
+learnt from the answers, with no request of its own: an apply whose answer does not hold the
+status just sent, or whose managed fields show this agent's earlier writes through ``/status``,
+means a status subresource; from then on every write takes the two requests. A ``404`` from
+``/status`` (the CRD replaced by one without it) makes the next write a single apply again. A watching plugin's new report (``ListAndWatchReportContent``) is written at once
 instead of at the next round, at most one such write per :data:`MIN_PUSH_GAP` seconds.
 
 **Failures.** A write that fails (the API server unreachable, or refusing: 403 without the
@@ -40,7 +47,6 @@ R request(s), T ms, F fields``, with the reason when it failed) and kept as a :c
 
 from __future__ import annotations
 
-import importlib
 import inspect
 import logging
 import signal
@@ -51,10 +57,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pyscheduler.reporter.manager import DEFAULT_GRACE, DEFAULT_PERIOD, DEFAULT_TIMEOUT, ManagerSettings, NodeUpdate
-from pyscheduler.reporter.manager import ReporterError, ReporterManager
+from pyscheduler.common.importing import load_object, parse_object_name
+from pyscheduler.reporter.rounds import DEFAULT_GRACE, DEFAULT_PERIOD, DEFAULT_TIMEOUT, ManagerSettings, NodeReporter
+from pyscheduler.reporter.rounds import ReporterError
+from pyscheduler.reporter.sink import NodeUpdate
 from pyscheduler.reporter.plugin import ReporterPlugin
-from pyscheduler.reporter.socket_plugins import PluginDirectory
+from pyscheduler.reporter.socket_directory import PluginDirectoryHandle, socket_plugin_directory
 from pyscheduler_k8s.cnr import FIELD_MANAGER, cnr_object, cnr_path, object_name_problem
 from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi, KubeApiError
 
@@ -148,8 +156,11 @@ class ReporterAgent:
         self.resync = resync
         self._clock = clock
         self._sink = _OneNode(node)
-        self.manager = ReporterManager(settings=settings, sink=self._sink)
-        self.directory = PluginDirectory(self.manager, plugin_dir, node_id=node) if plugin_dir else None
+        self.manager = NodeReporter(settings, sink=self._sink)
+        # Socket plugins need the reporter-grpc extra: without it, a plugin directory is refused
+        # here (SocketPluginsUnavailable, a ReporterError saying how to install it).
+        self.directory: PluginDirectoryHandle | None = (
+            socket_plugin_directory(self.manager, plugin_dir, node_id=node) if plugin_dir else None)
         self._started = False
         self._stopping = threading.Event()
         # The body last written and when (None: nothing written by this process yet).
@@ -158,7 +169,8 @@ class ReporterAgent:
         self._requested_at = float("-inf")
         # What was last said about left-out fields (said again only when it changes).
         self._said_left_out: tuple[str, ...] = ()
-        self._said_status_dropped = False
+        #: Whether the CRD has a status subresource (None: not seen yet; written as if not).
+        self.status_subresource: bool | None = None
         self.rounds = 0
         self.requests = 0
         self.writes = 0
@@ -233,20 +245,16 @@ class ReporterAgent:
         due = self._written is None or cnr.body != self._written or self._clock() - self._written_at >= self.resync
         requests, outcome, reason = 0, "unchanged", ""
         if due:
-            requests, outcome = 1, "written"
-            self.requests += 1
             self._requested_at = self._clock()
-            try:
-                answer = self.api.request("PATCH", cnr_path(self.node), cnr.body,
-                                          params={"fieldManager": FIELD_MANAGER, "force": "true"},
-                                          content_type=APPLY_CONTENT_TYPE)
-            except KubeApiError as exc:
-                outcome, reason = "failed", _reason(exc)
+            requests, error = self._apply(cnr.body)
+            self.requests += requests
+            if error is not None:
+                outcome, reason = "failed", _reason(error)
                 self.failures += 1
             else:
+                outcome = "written"
                 self._written, self._written_at = cnr.body, self._clock()
                 self.writes += 1
-                self._check_status_kept(cnr.body, answer)
         result = WriteOutcome(self.rounds, trigger, outcome, requests, time.perf_counter() - started, fields, reason)
         self.last = result
         if outcome == "failed":
@@ -255,16 +263,36 @@ class ReporterAgent:
             log.info("%s", result.describe())
         return result
 
-    def _check_status_kept(self, sent: Mapping[str, Any], answer: Any) -> None:
-        """Katalyst's own CRD has a status subresource, and there an apply to the object ignores
-        its status: said once, as an error, with the fix (this agent's CRD has none)."""
-        kept = (answer.get("status") if isinstance(answer, dict) else None) or {}
-        dropped = sorted(key for key in sent.get("status") or {} if key not in kept)
-        if dropped and not self._said_status_dropped:
-            self._said_status_dropped = True
-            log.error("CustomNodeResource %s: the API server did not keep status fields %s: its CRD has a status "
-                      "subresource (Katalyst's own CRD?), which one apply cannot write; install "
-                      "k8s/deploy/40-customnoderesource-crd.yaml instead", self.node, ", ".join(dropped))
+    def _apply(self, body: Mapping[str, Any]) -> tuple[int, KubeApiError | None]:
+        """Applies ``body`` (see the module doc: one request, or two with a status subresource):
+        the number of requests made, and the API server's refusal if there was one."""
+        status = body.get("status")
+        try:
+            answer = self._request(cnr_path(self.node), {k: v for k, v in body.items() if k != "status"}
+                                   if self.status_subresource else body)
+        except KubeApiError as exc:
+            return 1, exc
+        if not self.status_subresource and _has_status_subresource(answer, status):
+            self.status_subresource = True
+            log.info("CustomNodeResource %s: its CRD has a status subresource (Katalyst's own CRD): the status is "
+                     "written through /status, a second request each write", self.node)
+        if not self.status_subresource:
+            return 1, None
+        status_body: dict[str, Any] = {"apiVersion": body["apiVersion"], "kind": body["kind"],
+                                       "metadata": {"name": self.node}}
+        if status:
+            status_body["status"] = status
+        try:
+            self._request(cnr_path(self.node) + "/status", status_body)
+        except KubeApiError as exc:
+            if exc.status == 404:  # the object is there: its CRD no longer has the subresource
+                self.status_subresource = None
+            return 2, exc
+        return 2, None
+
+    def _request(self, path: str, body: Mapping[str, Any]) -> Any:
+        return self.api.request("PATCH", path, body, params={"fieldManager": FIELD_MANAGER, "force": "true"},
+                                content_type=APPLY_CONTENT_TYPE)
 
     def _say_left_out(self, cnr_left_out: tuple[str, ...]) -> None:
         """Logs what is left out of the object (refused by the merge, or by Kubernetes' syntax)
@@ -280,6 +308,19 @@ class ReporterAgent:
                 log.info("nothing left out of CustomNodeResource %s any more", self.node)
 
 
+def _has_status_subresource(answer: Any, status: Mapping[str, Any] | None) -> bool:
+    """Whether the object's answer to an apply shows a status subresource: the status just sent
+    is not what it holds, or this agent wrote its status through ``/status`` before."""
+    if not isinstance(answer, dict):
+        return False
+    kept = answer.get("status") or {}
+    if status and any(kept.get(key) != value for key, value in status.items()):
+        return True
+    managed = (answer.get("metadata") or {}).get("managedFields") or ()
+    return any(isinstance(entry, dict) and entry.get("manager") == FIELD_MANAGER and entry.get("subresource") == "status"
+               for entry in managed)
+
+
 def _reason(exc: KubeApiError) -> str:
     if exc.status == 404:
         return (f"{exc}: is the CustomNodeResource CRD installed? (kubectl apply -f "
@@ -290,17 +331,15 @@ def _reason(exc: KubeApiError) -> str:
 def load_plugin(spec: str, node: str) -> ReporterPlugin:
     """The in-process plugin ``MODULE:ATTR`` names: the object itself, or what the factory
     (a class or another callable) returns when called with the node's name."""
-    module_name, colon, attr = spec.partition(":")
-    if not colon or not module_name or not attr:
-        raise AgentError(f"--plugin {spec!r}: expected MODULE:ATTR")
     try:
-        found: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            found = getattr(found, part)
+        name = parse_object_name(spec)
+        found: Any = load_object(spec)
+    except ValueError as exc:
+        raise AgentError(f"--plugin {exc}") from exc
     except ImportError as exc:
-        raise AgentError(f"--plugin {spec}: cannot import {module_name!r}: {exc}") from exc
+        raise AgentError(f"--plugin {spec}: cannot import {name.module!r}: {exc}") from exc
     except AttributeError as exc:
-        raise AgentError(f"--plugin {spec}: {module_name!r} has no {attr!r}") from exc
+        raise AgentError(f"--plugin {spec}: {name.module!r} has no {name.attr!r}") from exc
     if isinstance(found, ReporterPlugin) and not inspect.isclass(found):
         return found
     if not callable(found):

@@ -48,7 +48,8 @@ from typing import Any, Final
 
 import orjson
 
-from pyscheduler_k8s.quantity import INT64_MAX, QuantityError, parse_quantity, to_int, to_milli
+from pyscheduler.common.quantity import core_name, core_resources
+from pyscheduler_k8s.quantity import INT64_MAX, QuantityError, parse_quantity
 from pyscheduler_k8s.roles import history_key_of, role_of
 
 __all__ = [
@@ -83,17 +84,13 @@ class PodError(ValueError):
     """A pod the scheduler cannot take as it is (the message says why)."""
 
 
-def resource_name(name: str) -> str:
-    """The core's name of a Kubernetes resource (``cpu`` is ``vcore``)."""
-    return "vcore" if name == "cpu" else name
+#: The core's name of a Kubernetes resource (``cpu`` is ``vcore``): the one rule, in common.
+resource_name: Final = core_name
 
 
 def resources_of(quantities: Mapping[str, Any] | None) -> dict[str, int]:
     """A Kubernetes resource list in the core's units (``cpu`` in millicores)."""
-    out: dict[str, int] = {}
-    for name, text in (quantities or {}).items():
-        out[resource_name(name)] = to_milli(text) if name == "cpu" else to_int(text)
-    return out
+    return core_resources(quantities or {})
 
 
 #: Exact sums of quantities (Kubernetes adds ``resource.Quantity`` values before it rounds).

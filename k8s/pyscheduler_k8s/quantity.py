@@ -1,68 +1,8 @@
-"""Kubernetes resource quantities (``resource.Quantity``) as the scheduler's integers.
-
-A quantity is a signed decimal number with an optional suffix: binary (``Ki``, ``Mi``, ``Gi``,
-``Ti``, ``Pi``, ``Ei``), decimal (``n``, ``u``, ``m``, ``k``, ``M``, ``G``, ``T``, ``P``, ``E``) or
-a decimal exponent (``e3``, ``E-2``). It is parsed exactly (:class:`~decimal.Decimal`), then
-rounded up to an integer as Kubernetes' ``Value()`` and ``MilliValue()`` do: ``cpu`` becomes
-millicores (YuniKorn's ``vcore``), everything else its count of units (memory in bytes).
-
-Anything else (an empty string, ``1.2.3``, ``5Q``, an exponent beyond 1e300) raises
-:class:`QuantityError` naming the text; a value beyond the int64 range raises it too, because the
-core's resources are int64 and saturating would silently change what a pod asks for.
-"""
+"""Kubernetes resource quantities: the core's one parser (:mod:`pyscheduler.common.quantity`),
+under the name the shim's modules import it by."""
 
 from __future__ import annotations
 
-import decimal
-import re
-from decimal import Decimal
-from typing import Final
+from pyscheduler.common.quantity import INT64_MAX, QuantityError, parse_quantity, to_int, to_milli
 
-__all__ = ["QuantityError", "parse_quantity", "to_int", "to_milli"]
-
-INT64_MAX: Final = (1 << 63) - 1
-
-_BINARY: Final = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40, "Pi": 1 << 50, "Ei": 1 << 60}
-_DECIMAL: Final = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
-_FORM: Final = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE]|[eE][+-]?[0-9]+)?$")
-#: Exact arithmetic for any quantity Kubernetes accepts (it limits them to about 10^18 x 10^18).
-_CONTEXT: Final = decimal.Context(prec=200, rounding=decimal.ROUND_CEILING)
-
-
-class QuantityError(ValueError):
-    """A quantity that is not one, or does not fit the scheduler's integers."""
-
-
-def parse_quantity(text: object) -> Decimal:
-    """The exact value of a quantity (a string, or an integer as a JSON body may carry)."""
-    if not isinstance(text, str):
-        if isinstance(text, int) and not isinstance(text, bool):
-            return Decimal(text)
-        raise QuantityError(f"quantity {text!r}: not a string")
-    match = _FORM.match(text.strip())
-    if match is None:
-        raise QuantityError(f"quantity {text!r}: not a Kubernetes quantity")
-    number, suffix = Decimal(match.group(1)), match.group(2) or ""
-    if suffix in _BINARY:
-        return _CONTEXT.multiply(number, Decimal(_BINARY[suffix]))
-    exponent = _DECIMAL[suffix] if suffix in _DECIMAL else int(suffix[1:])
-    if abs(exponent) > 300:
-        raise QuantityError(f"quantity {text!r}: exponent out of range")
-    return _CONTEXT.scaleb(number, exponent)
-
-
-def _ceil(value: Decimal, text: object) -> int:
-    result = int(value.to_integral_value(rounding=decimal.ROUND_CEILING))
-    if not -INT64_MAX - 1 <= result <= INT64_MAX:
-        raise QuantityError(f"quantity {text!r}: beyond the int64 range")
-    return result
-
-
-def to_int(text: object) -> int:
-    """The quantity rounded up to a whole unit (Kubernetes' ``Value()``)."""
-    return _ceil(parse_quantity(text), text)
-
-
-def to_milli(text: object) -> int:
-    """The quantity in thousandths, rounded up (``MilliValue()``: ``100m`` cpu is 100)."""
-    return _ceil(_CONTEXT.scaleb(parse_quantity(text), 3), text)
+__all__ = ["INT64_MAX", "QuantityError", "parse_quantity", "to_int", "to_milli"]

@@ -8,32 +8,31 @@ examples of the plugin protocol (:mod:`.plugin`).
   best-effort work: half of what is not allocated, as Katalyst's SysAdvisor reports
   reclaimed capacity (``ReclaimedResourceCapacity``). It changes as the cluster does, so
   updates flow every round for the nodes whose usage moved.
+
+Both read the nodes with the public query function
+:func:`pyscheduler.dao.node_snapshots.node_snapshots` (plain values), as any code beside the core
+does.
 """
 
 from __future__ import annotations
 
 import json
 import zlib
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from pyscheduler.common.resources import MEMORY, VCORE
+from pyscheduler.dao.node_snapshots import node_snapshots
 from pyscheduler.reporter.content import FieldType, ReportContent, ReportField
 from pyscheduler.reporter.node_fields import CNR, NODE
 from pyscheduler.reporter.plugin import NodeReport
-from pyscheduler.scheduler.context import ClusterContext
+
+if TYPE_CHECKING:
+    from pyscheduler.scheduler.context import ClusterContext
 
 __all__ = ["ReclaimAdvisor", "TopologyLabeller"]
 
 ZONE_LABEL: Final = "topology.kubernetes.io/zone"
 RACK_LABEL: Final = "topology.pyscheduler.io/rack"
-
-
-def _nodes(context: ClusterContext) -> list[str]:
-    nodes: list[str] = []
-    for partition in list(context.partitions.values()):
-        with partition.lock:
-            nodes.extend(partition.nodes)
-    return sorted(nodes)
 
 
 def _field(field_type: FieldType, name: str, value: object) -> ReportField:
@@ -50,7 +49,7 @@ class TopologyLabeller:
 
     def report(self) -> NodeReport:
         report: dict[str, list[ReportContent]] = {}
-        for node_id in _nodes(self.context):
+        for node_id in sorted(node.node_id for node in node_snapshots(self.context)):
             place = zlib.crc32(node_id.encode())
             labels = {ZONE_LABEL: f"zone-{place % self.zones}", RACK_LABEL: f"rack-{place % self.racks}"}
             sockets = [{"type": "Socket", "name": str(s), "children": [{"type": "Numa", "name": str(2 * s + n)}
@@ -72,12 +71,10 @@ class ReclaimAdvisor:
 
     def report(self) -> NodeReport:
         report: dict[str, list[ReportContent]] = {}
-        for partition in list(self.context.partitions.values()):
-            with partition.lock:
-                free = {node_id: node.total - node.allocated for node_id, node in partition.nodes.items()}
-            for node_id, resource in free.items():
-                cpu = max(0, int(resource.get(VCORE) * self.share))
-                memory = max(0, int(resource.get(MEMORY) * self.share))
-                reclaimed = {"cpu": f"{cpu}m", "memory": str(memory)}
-                report[node_id] = [ReportContent(CNR, (_field(FieldType.STATUS, "ReclaimedResourceCapacity", reclaimed),))]
+        for node in node_snapshots(self.context):
+            free = node.capacity - node.allocated
+            cpu = max(0, int(free.get(VCORE) * self.share))
+            memory = max(0, int(free.get(MEMORY) * self.share))
+            reclaimed = {"cpu": f"{cpu}m", "memory": str(memory)}
+            report[node.node_id] = [ReportContent(CNR, (_field(FieldType.STATUS, "ReclaimedResourceCapacity", reclaimed),))]
         return report

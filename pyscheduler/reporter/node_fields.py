@@ -20,8 +20,11 @@ has no reporter for.
 | status | ``ResourceStatus`` | slice of objects | attribute ``katalyst.kubewharf.io/resource-status`` (JSON; the seed's field) |
 | status | ``TopologyStatus`` | object | attribute ``katalyst.kubewharf.io/topology-status`` (JSON; the seed's field) |
 
-Quantities use Kubernetes' grammar (``10``, ``500m``, ``24Gi``); ``cpu`` is the scheduler's
-``vcore`` (in millicores), as YuniKorn's shim maps it, every other name stays.
+Quantities are Kubernetes' (``10``, ``1.5``, ``500m``, ``24Gi``), read by the one parser the
+Kubernetes shim reads a Node with (:mod:`pyscheduler.common.quantity`): ``cpu`` is the
+scheduler's ``vcore`` (in millicores), as YuniKorn's shim maps it, every other name stays, its
+count rounded up to whole units as Kubernetes' ``Value()`` does. A quantity must fit int64 in
+thousandths (about 9.2e15 units), so that its conversion cannot fail whatever it is about.
 """
 
 from __future__ import annotations
@@ -31,7 +34,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pyscheduler.common.resources import MEMORY, VCORE, Resource, ResourceError, parse_quantity
+from pyscheduler.common.quantity import QuantityError, core_resources, to_milli
+from pyscheduler.common.resources import Resource
 from pyscheduler.reporter.content import FieldType, GroupVersionKind
 from pyscheduler.reporter.merge import FieldKind, FieldSpec, Merged
 
@@ -54,12 +58,13 @@ def _string(value: Any) -> str | None:
 
 def _quantity(value: Any) -> str | None:
     if isinstance(value, bool) or not isinstance(value, str | int):
-        return "a quantity (such as 10, 500m or 24Gi)"
-    text = str(value)
+        return "a quantity (such as 10, 1.5, 500m or 24Gi)"
     try:
-        parse_quantity(VCORE if text.strip().endswith("m") else MEMORY, text)
-    except ResourceError:
-        return f"a quantity (such as 10, 500m or 24Gi), got {value!r}"
+        # In thousandths: whatever resource it is about (cpu is counted in millicores), its
+        # conversion (core_resources) cannot fail once it is accepted.
+        to_milli(value)
+    except QuantityError as err:
+        return f"a quantity (such as 10, 1.5, 500m or 24Gi) within int64 thousandths: {err}"
     return None
 
 
@@ -196,15 +201,6 @@ def _capacity(resources: Mapping[str, Any]) -> Resource | bool:
 
 
 def _resource(quantities: Mapping[str, Any]) -> Resource:
-    """Kubernetes quantities as the core's resource (``cpu`` -> ``vcore`` millicores; a milli
-    quantity of anything else is rounded down to whole units, as the kubelet does)."""
-    result: dict[str, int] = {}
-    for name, quantity in quantities.items():
-        text = str(quantity).strip()
-        if name in ("cpu", VCORE):
-            result[VCORE] = parse_quantity(VCORE, text, name)
-        elif text.endswith("m"):
-            result[name] = parse_quantity(VCORE, text, name) // 1000
-        else:
-            result[name] = parse_quantity(MEMORY, text, name)
-    return Resource(result)
+    """Kubernetes quantities as the core's resource (:func:`pyscheduler.common.quantity.core_resources`:
+    ``cpu`` -> ``vcore`` millicores, anything else rounded up to whole units)."""
+    return Resource(core_resources(quantities))

@@ -24,6 +24,11 @@ stay for the manager's grace period).
 **Polling and watching**: ``GetReportContent`` on each round (with the manager's timeout), and
 the manager's thread following ``ListAndWatchReportContent`` (:meth:`SocketPlugin.watch`): each
 message is applied at once; a stream that ends is opened again after a pause.
+
+**gRPC is an extra** (``pyscheduler[reporter-grpc]``): this module and the generated code in
+:mod:`.grpc_api` are the only ones that import it. The rest of the product reaches them through
+:func:`.socket_directory.socket_plugin_directory`, which imports this module when called;
+imported without the extra, this module raises ImportError saying how to install it.
 """
 
 from __future__ import annotations
@@ -37,13 +42,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import grpc
+from pyscheduler.reporter.grpc_extra import INSTALL_HINT
+
+try:
+    import grpc
+except ImportError as missing:  # the extra is not installed: say how to install it
+    raise ImportError(f"socket reporter plugins need gRPC, which is not installed: {INSTALL_HINT}",
+                      name=missing.name) from missing
 
 from pyscheduler.common.background import BackgroundThread
 from pyscheduler.reporter.content import FieldType, GroupVersionKind, ReportContent, ReportField
 from pyscheduler.reporter.grpc_api import pluginregistration_pb2, pluginregistration_pb2_grpc
 from pyscheduler.reporter.grpc_api import reporter_pb2, reporter_pb2_grpc
-from pyscheduler.reporter.manager import ReporterError, ReporterManager
+from pyscheduler.reporter.rounds import NodeReporter, ReporterError
 from pyscheduler.reporter.plugin import NodeReport
 
 __all__ = ["PLUGIN_TYPE", "SUPPORTED_VERSION", "PluginDirectory", "SocketPlugin", "contents_of"]
@@ -120,7 +131,7 @@ class PluginDirectory:
     """Watches ``directory`` for plugin sockets and (de)registers them with ``manager``;
     ``node_id``: the directory is that node's own (flat), else one sub-directory per node."""
 
-    def __init__(self, manager: ReporterManager, directory: str | os.PathLike[str], *,
+    def __init__(self, manager: NodeReporter, directory: str | os.PathLike[str], *,
                  scan_interval: float = 1.0, node_id: str | None = None) -> None:
         self.manager = manager
         self.directory = Path(directory)

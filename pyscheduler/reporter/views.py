@@ -17,22 +17,24 @@
        "fields": {"Labels": {"value": {"rack": "r1"}, "source": {"rack": "zones"}},
                   "TopologyPolicy": {"value": "None", "source": "advisor"}}}
 
-  ``source`` is per key for a map field, per element for a slice, the plugin for the rest.
+  ``source`` is per key for a map field, per element for a slice, the plugin for the rest. An
+  unknown partition or node raises :class:`pyscheduler.dao.NotFound` with YuniKorn's message.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pyscheduler.dao._common import find_partition
-from pyscheduler.dao.errors import NODE_NOT_FOUND, NotFound
-from pyscheduler.reporter.manager import ReporterManager
-from pyscheduler.scheduler.context import ClusterContext
+from pyscheduler.dao.node_snapshots import node_snapshot
+from pyscheduler.reporter.rounds import NodeReporter
+
+if TYPE_CHECKING:
+    from pyscheduler.scheduler.context import ClusterContext
 
 __all__ = ["reported", "reporters"]
 
 
-def reporters(manager: ReporterManager | None) -> list[dict[str, Any]]:
+def reporters(manager: NodeReporter | None) -> list[dict[str, Any]]:
     if manager is None:
         return []
     return [
@@ -51,11 +53,8 @@ def reporters(manager: ReporterManager | None) -> list[dict[str, Any]]:
     ]
 
 
-def reported(context: ClusterContext, manager: ReporterManager | None, partition_name: str, node_id: str) -> dict[str, Any]:
-    partition = find_partition(context, partition_name)
-    with partition.lock:
-        if node_id not in partition.nodes:
-            raise NotFound(NODE_NOT_FOUND)
+def reported(context: ClusterContext, manager: NodeReporter | None, partition_name: str, node_id: str) -> dict[str, Any]:
+    node_snapshot(context, partition_name, node_id)  # NotFound (YuniKorn's messages) when it does not exist
     merged = manager.merged(node_id) if manager is not None else None
     fields = {} if merged is None else {
         name: {"value": merged.values[name], "source": merged.sources[name]} for name in sorted(merged.values)
