@@ -15,6 +15,7 @@ leaves).
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import json
 import sys
@@ -85,7 +86,10 @@ def benchmarked(shape: str, policy: str, nodes: int, asks: int) -> Decisions:
         seen.extend((a.allocation_key, a.node_id) for a in response.new)
         count(response)
 
-    setup.rm.update_allocation = spy  # type: ignore[method-assign]
+    # The core binds an RM's methods once, at registration (pyscheduler.si.callback.bind_callbacks),
+    # and build() registered it: the spy replaces the bound method the core delivers to.
+    registered = setup.proxy.context._rms[scheduling.RM_ID]
+    registered.calls = dataclasses.replace(registered.calls, update_allocation=spy)
     try:
         scheduling.allocate_in_lockstep(setup, asks)
     finally:

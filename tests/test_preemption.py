@@ -481,3 +481,15 @@ def test_the_eleventh_attempt_of_a_leaf_visit_says_the_attempts_are_used_up() ->
         assert tried == keys[:MAX_PREEMPTIONS_PER_LEAF] and exhausted == keys[MAX_PREEMPTIONS_PER_LEAF:]
     finally:
         w.close()
+
+
+def test_the_release_names_its_preemptor(w: World) -> None:
+    """The RM sees which ask preempted each victim (AllocationRelease.preemptor_*), not only
+    in the message's prose."""
+    preemptor_ask(w)
+    w.advance(1.0)
+    SchedulingCycle(w.context).run()
+    (release,) = w.rm.released
+    assert release.termination_type is si.TerminationType.PREEMPTED_BY_SCHEDULER
+    assert (release.preemptor_application_id, release.preemptor_allocation_key) == ("app-2", "alloc-3")
+    assert release.validate() is None

@@ -1,7 +1,8 @@
 """What preemption attempts keep for the next ones (pyscheduler.scheduler.preemption.memo) and
-the native twin of the node plan (rust/core/src/plan.rs through pyscheduler._native.PlanQueues):
+the native twin of the node plan (rust/schedmath/src/plan.rs through pyscheduler._native.PlanQueues):
 when the memo starts again, that a kept verdict follows its queue's usage, the fall-back to the
-Python twin beyond the native integers, and the binding's answers to malformed input. That the
+Python twin (node_plan, chosen by the one native switch) at the int64 limits, and the
+binding's answers to malformed input. That the
 decisions are the same with the memo is the oracle's test (test_preemption_oracle.py)."""
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from rm_helpers import World, res
 from scheduling_helpers import config
 
 from pyscheduler._native import PlanQueues
-from pyscheduler.scheduler.preemption import typed
-from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor, PreemptionPlan
+from pyscheduler.common import native
+from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor
 from pyscheduler.scheduler.preemption.memo import PreemptionMemo
+from pyscheduler.scheduler.preemption.preemptor import PreemptionOutcome, PreemptionReason
 from pyscheduler.si import messages as si
 
 QUEUES = config("""\
@@ -42,7 +44,7 @@ def world() -> World:
     return w
 
 
-def _attempt(w: World, memo: PreemptionMemo) -> PreemptionPlan | str:
+def _attempt(w: World, memo: PreemptionMemo) -> PreemptionOutcome:
     part = w.partition()
     with part.lock:
         preemptor = GuaranteedPreemptor(
@@ -65,8 +67,8 @@ def test_the_memo_is_kept_until_the_queue_tree_changes(world: World) -> None:
 
 def test_a_kept_verdict_follows_its_queues_usage(world: World) -> None:
     memo = PreemptionMemo()
-    first = _attempt(world, memo)
-    assert isinstance(first, PreemptionPlan)
+    first = _attempt(world, memo).plan
+    assert first is not None
     assert {v.allocation_key for v in first.victims} <= {"busy-0", "busy-1", "busy-2"}
     verdicts = memo.for_ask_leaf(world.queue("root.starved")).verdicts
     assert verdicts["root.busy"].over and verdicts["root.busy"].eligible is not None
@@ -74,12 +76,13 @@ def test_a_kept_verdict_follows_its_queues_usage(world: World) -> None:
     # no victims any more, and nothing else may be preempted (quiet is within its guarantee).
     world.release("busy-app", "busy-1")
     world.release("busy-app", "busy-2")
-    assert _attempt(world, memo) == "Preemption queue guarantees check failed"
+    again = _attempt(world, memo)
+    assert again.plan is None and again.reason is PreemptionReason.GUARANTEES_CHECK_FAILED
+    assert again.message == "Preemption queue guarantees check failed"
     assert not verdicts["root.busy"].over
 
 
-def _outcome_at_the_limits(native: bool, monkeypatch: pytest.MonkeyPatch) -> object:
-    monkeypatch.setattr(typed, "NATIVE_PLAN", native)
+def _outcome_at_the_limits(native_plan: bool) -> object:
     half = (2**63 - 1) // 2
     w = World(QUEUES.replace("guaranteed: {vcore: 8}}\n", "guaranteed: {vcore: 9000000000000000}}\n"))
     try:
@@ -91,21 +94,22 @@ def _outcome_at_the_limits(native: bool, monkeypatch: pytest.MonkeyPatch) -> obj
         w.ask("ask", "asker", res(vcore=half),
               preemption_policy=si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True))
         memo = PreemptionMemo()
-        plan = _attempt(w, memo)
+        with native.forced(native_plan):
+            plan = _attempt(w, memo).plan
         kept = next(iter(memo.for_ask_leaf(w.queue("root.starved")).typed.values()))
-        assert (kept.native is not None) is native
-        assert isinstance(plan, PreemptionPlan)
+        assert (kept.native is not None) is native_plan
+        assert plan is not None
         return plan.node_id, [v.allocation_key for v in plan.victims]
     finally:
         w.close()
 
 
-def test_quantities_at_the_int64_limits_plan_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_quantities_at_the_int64_limits_plan_alike() -> None:
     """Allocations of half the int64 maximum on a node of the maximum: the usage of the queues
     and the node saturates there, and both twins plan the same (128-bit integers natively)."""
-    native = _outcome_at_the_limits(True, monkeypatch)
-    assert native == _outcome_at_the_limits(False, monkeypatch)
-    assert native == ("n1", ["busy-0"])  # all equally old: the first by key covers the ask
+    native_plan = _outcome_at_the_limits(True)
+    assert native_plan == _outcome_at_the_limits(False)
+    assert native_plan == ("n1", ["busy-0"])  # all equally old: the first by key covers the ask
 
 
 def test_the_native_plan_refuses_malformed_input() -> None:

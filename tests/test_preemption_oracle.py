@@ -1,5 +1,5 @@
 """The fast guaranteed-share preemptor decides exactly as its slow twin
-(tests/preemption_reference.py, every node planned and sorted, every victim read) on random
+(pyscheduler/testing/preemption_reference.py, every node planned and sorted, every victim read) on random
 clusters: nested queues with guarantees, maxes, priority offsets and fences; nodes full, nearly
 full or with room; allocations of two resource types with random priorities, ages, opt-outs
 and originators; asks of random sizes and priorities; an RM that accepts or refuses nodes and
@@ -21,15 +21,16 @@ import pytest
 from rm_helpers import World, res
 from scheduling_helpers import config
 
+from pyscheduler.common import native
 from pyscheduler.objects.node import Node
 from pyscheduler.objects.queue import Queue
-from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor, PreemptionPlan
-from pyscheduler.scheduler.preemption import typed
+from pyscheduler.scheduler.preemption.guaranteed import GuaranteedPreemptor
 from pyscheduler.scheduler.preemption.memo import PreemptionMemo
+from pyscheduler.scheduler.preemption.preemptor import PreemptionOutcome, PreemptionPlan, PreemptionReason
 from pyscheduler.scheduler.preemption.ordering import sort_for_node
 from pyscheduler.si import messages as si
 
-from preemption_reference import ReferencePreemptor, scan_victims
+from pyscheduler.testing.preemption_reference import ReferencePreemptor, scan_victims
 
 
 def _queues(rng: random.Random) -> tuple[str, list[str]]:
@@ -76,10 +77,11 @@ def _rm_check(seed: int):  # type: ignore[no-untyped-def]
     return check
 
 
-def _outcome(result: PreemptionPlan | str) -> object:
-    if isinstance(result, str):
-        return result
-    return result.node_id, [v.allocation_key for v in result.victims]
+def _outcome(result: PreemptionOutcome) -> tuple[PreemptionReason, object]:
+    """(PLANNED, (node, victim keys)) or (the reason, its allocation log message)."""
+    if result.plan is None:
+        return result.reason, result.message
+    return result.reason, (result.plan.node_id, [v.allocation_key for v in result.plan.victims])
 
 
 ASKS = 6
@@ -145,11 +147,15 @@ def _claims(rng: random.Random, leaf: Queue) -> dict[str, dict[str, int]] | None
     return claimed
 
 
-@pytest.mark.parametrize("native", [True, False], ids=["native-plan", "python-plan"])
-def test_fast_and_reference_preemptors_decide_alike(native: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Both twins of the node plan (rust/core/src/plan.rs and typed.TypedPlan) against the
-    reference."""
-    monkeypatch.setattr(typed, "NATIVE_PLAN", native)
+@pytest.mark.parametrize("native_plan", [True, False], ids=["native-plan", "python-plan"])
+def test_fast_and_reference_preemptors_decide_alike(native_plan: bool) -> None:
+    """Both twins of the node plan (node_plan: rust/schedmath/src/plan.rs, and its pure-Python
+    twin, chosen by the one native switch) against the reference."""
+    with native.forced(native_plan):
+        _decide_alike(native_plan)
+
+
+def _decide_alike(native_plan: bool) -> None:
     compared = plans = victims_seen = changes = claims = 0
     KINDS: dict[str, int] = {}
     for seed in range(40):
@@ -232,17 +238,17 @@ def test_fast_and_reference_preemptors_decide_alike(native: bool, monkeypatch: p
                                              claimed=claimed)
                             result = preemptor.try_preemption()
                             outcomes.append(_outcome(result))
-                            if isinstance(result, PreemptionPlan):
-                                last_plan = result
+                            if result.plan is not None:
+                                last_plan = result.plan
                         assert outcomes[0] == outcomes[1], (seed, ask_number, nodes_tried, rm is not None)
                         compared += 1
-                        plans += not isinstance(outcomes[0], str)
-                        kind_seen = outcomes[0] if isinstance(outcomes[0], str) else "plan"
+                        plans += outcomes[0][0] is PreemptionReason.PLANNED
+                        kind_seen = outcomes[0][0].name
                         KINDS[kind_seen] = KINDS.get(kind_seen, 0) + 1
             # The plans ran on the twin asked for.
             for leaf_path in {*leaves, *(f"root.p{p}.starved" for p in range(3))}:
                 for kept in memo.for_ask_leaf(w.queue(leaf_path)).typed.values():
-                    assert (kept.native is not None) is native
+                    assert (kept.native is not None) is native_plan
         finally:
             w.close()
     assert compared == 40 * ASKS * 4

@@ -61,6 +61,8 @@ def test_a_lowered_max_releases_enough_after_the_delay(max_vcore: int, delay: st
         if expected:
             assert {r.termination_type for r in released} == {si.TerminationType.PREEMPTED_BY_SCHEDULER}
             assert {r.message for r in released} == {QUOTA_RELEASE + "root.leaf"}
+            # Quota enforcement, not an ask, preempts: the releases name no preemptor.
+            assert {(r.preemptor_application_id, r.preemptor_allocation_key) for r in released} == {("", "")}
             assert w.queue("root.leaf").preempting == res(vcore=6000)
             summary = [e for e in w.events(mark) if e[0] == T.QUEUE and e[2] == D.QUEUE_PREEMPTION]
             assert [(e[1], e[3], e[5]) for e in summary] == [(C.SET, "root.leaf",

@@ -50,6 +50,8 @@ def test_a_daemon_set_ask_frees_its_node_once_and_runs_there(w: World) -> None:
     assert cycle.run() == []
     assert [(r.allocation_key, r.termination_type, r.message) for r in w.rm.released] == [
         ("alloc-1", si.TerminationType.PREEMPTED_BY_SCHEDULER, REQUIRED_NODE_PREEMPTION_RELEASE + "ds-1")]
+    # The release names its preemptor, the daemon set's ask.
+    assert [(r.preemptor_application_id, r.preemptor_allocation_key) for r in w.rm.released] == [("app-2", "ds-1")]
     assert w.partition().applications["app-1"].allocations["alloc-1"].preempted
     assert w.queue("root.a").preempting == res(vcore=8000)
     for _ in range(4):  # more reserved cycles: no second release

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pyscheduler.common.resources import Resource
-from pyscheduler.scheduler.preemption.guaranteed import _reduces_shortfall
+from pyscheduler.scheduler.preemption.node_plan import reduces_shortfall
 from pyscheduler.scheduler.preemption.snapshot import QueueSnapshot
 
 TYPES = ("vcore", "memory", "gpu")
@@ -39,4 +39,4 @@ def test_the_shortfall_test_matches_the_resource_arithmetic(ask: dict[str, int],
                                                             freed: dict[str, int]) -> None:
     wanted, current, victim = Resource(ask), Resource(free), Resource(freed)
     expected = wanted.sub_eliminate_negative(current) != wanted.sub_eliminate_negative(current + victim)
-    assert _reduces_shortfall(wanted.view(), current.view(), victim.view()) == expected
+    assert reduces_shortfall(wanted.view(), current.view(), victim.view()) == expected

@@ -70,9 +70,9 @@ from pyscheduler.scheduler.preemption.guaranteed import (
     PREEMPTION_PRECONDITIONS_FAILED,
     PREEMPTION_SHORTFALL,
     GuaranteedPreemptor,
-    PreemptionPlan,
     check_preconditions,
 )
+from pyscheduler.scheduler.preemption.preemptor import PreemptionOutcome
 from pyscheduler.scheduler.preemption.ordering import sort_for_quota, sort_for_required_node
 from pyscheduler.scheduler.preemption.quota import _leaf_victims, _split, preemptable_amount
 from pyscheduler.scheduler.preemption.required_node import required_node_victims
@@ -228,10 +228,11 @@ def decide(w: World, leaf: str, app: str, key: str, rm: MockRM | None = None, *,
     return outcome(preemptor.try_preemption())
 
 
-def outcome(result: PreemptionPlan | str) -> Outcome:
-    if isinstance(result, str):
-        return result
-    return result.node_id, [v.allocation_key for v in result.victims]
+def outcome(result: PreemptionOutcome) -> Outcome:
+    """The plan's (node, victim keys), or the allocation log message of why there is none."""
+    if result.plan is None:
+        return result.message
+    return result.plan.node_id, [v.allocation_key for v in result.plan.victims]
 
 
 @pytest.fixture

@@ -1,7 +1,7 @@
 """The native Resource against its pure-Python twin (the oracle), operation by operation.
 
 Every operation of :class:`pyscheduler._native.Resource` gives what
-:class:`pyscheduler.common.resources_py.Resource` gives on the same quantities: the same
+:class:`pyscheduler.testing.resources_py.Resource` gives on the same quantities: the same
 quantities in the same order (the left operand's types, then the right one's new ones), the
 same predicates, the same saturation at int64 with the same warning, the same errors for bad
 input. Equality and hashing agree within each class; pickling and copying keep a resource."""
@@ -21,7 +21,6 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pyscheduler.common import resources_py as twin
 from pyscheduler.common.resources import (
     MAX_RESOURCE_TYPES,
     Resource,
@@ -29,7 +28,8 @@ from pyscheduler.common.resources import (
     component_min_undef,
     transferred,
 )
-from pyscheduler.policies.sorting import fair_share
+from pyscheduler.testing import resources_py as twin
+from pyscheduler.testing.resources_py import fair_share
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 NAMES = ["memory", "vcore", "pods", "nvidia.com/gpu", "ephemeral-storage"]
@@ -175,7 +175,7 @@ def test_resource_types_are_bounded_per_process() -> None:
 def test_the_fair_share_matches_its_python_twin(allocated: dict[str, int], guaranteed: dict[str, int] | None,
                                                 fairmax: dict[str, int]) -> None:
     """The fair sort's key (``Resource.fair_share``, ``positive_total``) against
-    :func:`pyscheduler.policies.sorting.fair_share`, quantities past 2^53 included (Python's
+    :func:`pyscheduler.testing.resources_py.fair_share`, quantities past 2^53 included (Python's
     exactly rounded int division, not a double of each)."""
     used = Resource(allocated)
     native = used.fair_share(None if guaranteed is None else Resource(guaranteed), Resource(fairmax))

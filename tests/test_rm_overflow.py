@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from rm_helpers import World, check_invariants, res
+from rm_helpers import BASIC, World, check_invariants, res
 
 from pyscheduler import dao
 from pyscheduler.common.resources import Resource, ResourceError
@@ -165,12 +165,17 @@ def test_the_rm_hears_of_clamping_whatever_the_log_level(caplog: pytest.LogCaptu
 
 
 def test_a_failing_send_event_does_not_fail_the_update() -> None:
-    world = World()
-    world.add_node("n1", memory=NEAR)
+    world = World(register=False)
+    calls: list[object] = []
 
     def broken(events: object) -> None:
+        calls.append(events)
         raise RuntimeError("RM down")
 
+    # Before registering: the core binds the RM's methods once, at registration.
     world.rm.send_event = broken  # type: ignore[method-assign]
+    world.register(BASIC)
+    world.add_node("n1", memory=NEAR)
     world.add_node("n2", memory=NEAR)
     assert set(world.partition().nodes) == {"n1", "n2"}
+    assert calls, "the clamped total was sent to the broken send_event"

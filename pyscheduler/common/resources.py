@@ -4,10 +4,10 @@ A :class:`Resource` maps resource names (``memory`` in bytes, ``vcore`` in milli
 ``nvidia.com/gpu``...) to int64 quantities. It is immutable: every operation returns a new
 one, so a resource handed to an event, a DAO or another object can never change under it.
 
-The class is native (``pyscheduler._native.Resource``, over ``rust/core/src/resource.rs``): an
+The class is native (``pyscheduler._native.Resource``, over ``rust/schedmath/src/resource.rs``): an
 allocation does a dozen sums and differences on its path (queues, application, node, user and
 group), about 0.1 us each natively against 0.8 us in Python. Its pure-Python twin,
-:mod:`pyscheduler.common.resources_py`, is the oracle it is tested against. It is a registered
+:mod:`pyscheduler.testing.resources_py` (the test kit), is the oracle it is tested against. It is a registered
 :class:`~collections.abc.Mapping`: ``items()``, ``keys()`` and ``values()`` return views of a fresh
 dict (read them once, not per type); :meth:`Resource.view` returns a dict built on its first call
 and shared after (never write it; ``to_dict()`` gives a copy). Names are interned per process:

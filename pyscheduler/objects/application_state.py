@@ -11,23 +11,14 @@ from enum import Enum
 
 from pyscheduler.common.errors import SchedulerError
 from pyscheduler.si.events import EventChangeDetail
+from pyscheduler.si.messages import ApplicationState
 
 __all__ = ["AppEvent", "AppState", "InvalidTransition", "STATE_EVENT_DETAIL", "TERMINAL_STATES", "next_state"]
 
 
-class AppState(str, Enum):
-    """Application states; the values are what YuniKorn reports (REST and the RM)."""
-
-    NEW = "New"
-    ACCEPTED = "Accepted"
-    RUNNING = "Running"
-    REJECTED = "Rejected"
-    COMPLETING = "Completing"
-    COMPLETED = "Completed"
-    FAILING = "Failing"
-    FAILED = "Failed"
-    EXPIRED = "Expired"
-    RESUMING = "Resuming"
+#: Application states: the SI's enum (its values are what YuniKorn reports, REST and the RM),
+#: one definition for the core and every RM.
+AppState = ApplicationState
 
 
 class AppEvent(str, Enum):

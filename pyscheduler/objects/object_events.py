@@ -69,30 +69,27 @@ class AppEvents:
 
     # YuniKorn's ask events (objects/events/ask_events.go), with its exact messages.
 
+    # The four "why pending" events return their message: the cycle sends the same text to the
+    # RM as the reason of the ask's scheduling state (UpdateContainerSchedulingStateRequest).
+
     def request_exceeds_queue_headroom(
         self, allocation_key: str, app_id: str, headroom: Res, requested: Resource, queue_path: str
-    ) -> None:
-        self.request_diagnostic(
-            allocation_key,
-            app_id,
-            f"Request '{allocation_key}' does not fit in queue '{queue_path}' "
-            f"(requested {go_string(requested)}, available {go_string(headroom)})",
-            requested,
-        )
+    ) -> str:
+        message = (f"Request '{allocation_key}' does not fit in queue '{queue_path}' "
+                   f"(requested {go_string(requested)}, available {go_string(headroom)})")
+        self.request_diagnostic(allocation_key, app_id, message, requested)
+        return message
 
     def request_fits_in_queue(self, allocation_key: str, app_id: str, queue_path: str, requested: Resource) -> None:
         self.request_diagnostic(
             allocation_key, app_id, f"Request '{allocation_key}' has become schedulable in queue '{queue_path}'", requested
         )
 
-    def request_exceeds_user_quota(self, allocation_key: str, app_id: str, headroom: Res, requested: Resource) -> None:
-        self.request_diagnostic(
-            allocation_key,
-            app_id,
-            f"Request '{allocation_key}' exceeds the available user quota "
-            f"(requested {go_string(requested)}, available {go_string(headroom)})",
-            requested,
-        )
+    def request_exceeds_user_quota(self, allocation_key: str, app_id: str, headroom: Res, requested: Resource) -> str:
+        message = (f"Request '{allocation_key}' exceeds the available user quota "
+                   f"(requested {go_string(requested)}, available {go_string(headroom)})")
+        self.request_diagnostic(allocation_key, app_id, message, requested)
+        return message
 
     def request_fits_in_user_quota(self, allocation_key: str, app_id: str, requested: Resource) -> None:
         self.request_diagnostic(
@@ -101,21 +98,29 @@ class AppEvents:
 
     def request_predicates_failed(
         self, allocation_key: str, app_id: str, failures: Mapping[str, int], requested: Resource
-    ) -> None:
+    ) -> str:
         """Every node's predicates refused the ask: each reason with how many nodes gave it,
         sorted (YuniKorn's SendPredicatesFailed; the caller rate-limits it per ask)."""
         listed = "".join(f"{reason} ({failures[reason]}x); " for reason in sorted(failures))
-        self.request_diagnostic(allocation_key, app_id, f"Unschedulable request '{allocation_key}': {listed}", requested)
+        message = f"Unschedulable request '{allocation_key}': {listed}"
+        self.request_diagnostic(allocation_key, app_id, message, requested)
+        return message
 
-    def request_no_node_fits(self, allocation_key: str, app_id: str, requested: Resource) -> None:
+    def request_no_node_fits(self, allocation_key: str, app_id: str, requested: Resource) -> str:
         """No schedulable node has room for the ask (the caller rate-limits it per ask, as the
         predicates event): the RM says so on the pod, as kube-scheduler's ``0/N nodes are
         available: Insufficient ...``, which the cluster autoscaler acts on."""
-        self.request_diagnostic(
-            allocation_key, app_id,
-            f"Unschedulable request '{allocation_key}': no node has room for it (requested {go_string(requested)})",
-            requested,
-        )
+        message = f"Unschedulable request '{allocation_key}': no node has room for it (requested {go_string(requested)})"
+        self.request_diagnostic(allocation_key, app_id, message, requested)
+        return message
+
+    def request_required_node_refuses(self, allocation_key: str, app_id: str, node_id: str, requested: Resource) -> str:
+        """A required-node ask (a daemon set's pod) that fits neither its node nor by
+        preemption (the caller rate-limits it per ask)."""
+        message = (f"Unschedulable request '{allocation_key}' with required node '{node_id}', "
+                   "no preemption victim found")
+        self.request_diagnostic(allocation_key, app_id, message, requested)
+        return message
 
 
 class NodeEvents:

@@ -5,163 +5,70 @@ graph (:mod:`pyscheduler.objects.locking`), so an RM message is applied whole or
 each operation checks everything it needs before it changes anything. Outcomes for the RM
 (state updates, releases) are collected in :attr:`Partition.outbox` and sent by the cluster
 context after the lock is released, so the RM may call back in without deadlocking.
+
+Where the parts live (each module imports only those listed before it, and none imports this
+one at run time):
+
+- :mod:`~pyscheduler.objects.partition_outbox`: what the RM is told (:class:`Released`, the
+  termination types, :data:`TERMINATION_DETAIL`, :class:`Outbox`);
+- :mod:`~pyscheduler.objects.partition_base`: the partition's fields and its per-allocation
+  bookkeeping outside its own tables (role history, user usage, reservations);
+- :mod:`~pyscheduler.objects.partition_gangs`: placeholder replacement and timeouts;
+- this module: :class:`Partition` (queues, nodes, foreign allocations, applications, asks and
+  allocations, timers and clean-up) and :class:`PartitionError`. Every public name of the
+  modules above that this one had is importable from here too.
+
+:class:`Partition` is one class built in layers (``Partition`` -> ``PartitionGangs`` ->
+``PartitionBase``): a method of a lower layer is an ordinary method of the partition, so the
+split costs no call on the scheduling cycle's per-allocation paths.
 """
 
 from __future__ import annotations
 
 import heapq
-import itertools
-import threading
 from operator import attrgetter
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Mapping
 
 from pyscheduler.common.errors import SchedulerError
-from pyscheduler.common.clock import Clock
-from pyscheduler.common.histogram import LatencyHistogram
-from pyscheduler.common.resources import Resource, go_string
+from pyscheduler.common.resources import Resource
 from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
-from pyscheduler.objects.application import RUNNING_STATES, Application, AppTimeouts, StateUpdate
+from pyscheduler.objects.application import RUNNING_STATES, Application
 from pyscheduler.objects.application_state import TERMINAL_STATES, AppEvent, AppState
 from pyscheduler.config.queue_preemption import quota_preemption_delay_ns
 from pyscheduler.config.validator import MAX_QUEUE_DEPTH
-from pyscheduler.objects.locking import new_graph_lock
 from pyscheduler.objects.node import NODE_PARTITION, Node
-from pyscheduler.objects.object_events import ObjectEvents
-from pyscheduler.objects.placeholders import (
-    CANCEL_INCOMPATIBLE,
-    RELEASE_ALLOCATED_ON_TIMEOUT,
-    RELEASE_PENDING_ON_TIMEOUT,
-    REPLACING,
+from pyscheduler.objects.partition_gangs import PartitionGangs
+from pyscheduler.objects.partition_outbox import (
+    PLACEHOLDER_REPLACED,
+    PREEMPTED_BY_SCHEDULER,
+    STOPPED_BY_RM,
+    TERMINATION_DETAIL,
+    TIMEOUT,
+    Outbox,
+    Released,
 )
 from pyscheduler.objects.queue import ObjectState, Queue, QueueSettings
-from pyscheduler.objects.reservation import Reservations
-from pyscheduler.objects.ugm import UserGroupManager
-from pyscheduler.policies.node_ordering import NodeOrdering, make_node_ordering
-from pyscheduler.policies.placement import PlacementManager, PlacementRejected
-from pyscheduler.policies.role_history import RoleHistories, RoleHistory, history_key_of, role_of
+from pyscheduler.policies.placement import PlacementRejected
 
-__all__ = ["Partition", "PartitionError", "Released", "TERMINATION_DETAIL"]
-
+__all__ = [
+    "Outbox",
+    "PLACEHOLDER_REPLACED",
+    "PREEMPTED_BY_SCHEDULER",
+    "Partition",
+    "PartitionError",
+    "Released",
+    "STOPPED_BY_RM",
+    "TERMINATION_DETAIL",
+    "TIMEOUT",
+]
 
 class PartitionError(SchedulerError):
     """A request the partition refuses; the message is the reason sent to the RM."""
 
 
-@dataclass(frozen=True)
-class Released:
-    """An allocation the core released, to report to the RM (``AllocationRelease``)."""
-
-    application_id: str
-    allocation_key: str
-    termination_type: int
-    message: str
-
-
-#: SI termination type -> the change detail of the APP REMOVE event.
-TERMINATION_DETAIL: dict[int, EventChangeDetail] = {
-    0: EventChangeDetail.ALLOC_CANCEL,
-    1: EventChangeDetail.ALLOC_CANCEL,
-    2: EventChangeDetail.ALLOC_TIMEOUT,
-    3: EventChangeDetail.ALLOC_PREEMPT,
-    4: EventChangeDetail.ALLOC_REPLACED,
-}
-STOPPED_BY_RM = 1
-TIMEOUT = 2
-PREEMPTED_BY_SCHEDULER = 3
-PLACEHOLDER_REPLACED = 4
-
-
-@dataclass
-class Outbox:
-    """What the RM must hear about once the partition's lock is released: state updates, new
-    allocations and releases, each collected under the partition's lock as it happens.
-
-    ``sending`` orders the deliveries: whoever takes the outbox sends what it took before anyone
-    else may take more, so a release can never reach the RM ahead of the "new" of the same
-    allocation taken by another thread (the RM would keep an allocation the core released).
-    """
-
-    updates: list[StateUpdate] = field(default_factory=list)
-    allocated: list[Allocation] = field(default_factory=list)
-    released: list[Released] = field(default_factory=list)
-    sending: threading.RLock = field(default_factory=threading.RLock, repr=False, compare=False)
-
-    def add_update(self, update: StateUpdate) -> None:
-        # A method, not a bound list.append: take() replaces the lists.
-        self.updates.append(update)
-
-    def take(self) -> tuple[list[StateUpdate], list[Allocation], list[Released]]:
-        updates, allocated, released = self.updates, self.allocated, self.released
-        self.updates, self.allocated, self.released = [], [], []
-        return updates, allocated, released
-
-
-class Partition:
-    def __init__(
-        self,
-        name: str,
-        rm_id: str,
-        root_settings: QueueSettings,
-        *,
-        clock: Clock,
-        events: ObjectEvents,
-        timeouts: AppTimeouts | None = None,
-        native_node_ordering: bool = True,
-    ) -> None:
-        self.name = name
-        self.rm_id = rm_id
-        #: Guards this partition's whole object graph (pyscheduler.objects.locking).
-        self.lock = new_graph_lock()
-        self.state = ObjectState.ACTIVE
-        self.clock = clock
-        #: When ``state`` last changed (its creation: a partition stays Active until removed).
-        self.state_time_ns = clock.now_ns()
-        self.events = events
-        self.timeouts = timeouts or AppTimeouts()
-        self.outbox = Outbox()
-        self.root = Queue("root", None, events.queue, root_settings)
-        self.root.graph_lock = self.lock
-        self.nodes: dict[str, Node] = {}
-        self._sorted_node_ids: list[str] | None = None
-        self.applications: dict[str, Application] = {}
-        #: Gang applications whose members may take placeholders' places now (running, with
-        #: placeholders left: Application.ready_for_replacement), kept by the applications' own
-        #: notifications: the only ones the cycle's placeholder phase looks at, in the order they
-        #: became ready (a dict: insertion-ordered, so runs repeat exactly).
-        self.gang_apps: dict[str, None] = {}
-        self.completed_applications: dict[str, Application] = {}
-        self.rejected_applications: dict[str, Application] = {}
-        #: The applications' timers (completing, expiry, placeholder timeout) as a heap of (due,
-        #: sequence, application): a tick looks at the due ones only, not at every application
-        #: (terminated ones are kept three days: a busy cluster holds hundreds of thousands).
-        #: A timer that was reset stays until due and then ticks its application for nothing.
-        self._timers: list[tuple[float, int, Application]] = []
-        self._timer_sequence = itertools.count()
-        self._table_stamps = itertools.count(1)
-        self.total = Resource()
-        self.placement = PlacementManager([])
-        self.ugm = UserGroupManager(events.ugm, self.lock)
-        self.node_sort_policy = "fair"
-        self.resource_weights: dict[str, float] = {"vcore": 1.0, "memory": 1.0}
-        self.node_ordering: NodeOrdering = make_node_ordering(native=native_node_ordering)
-        self.reservations = Reservations(events.node, self.node_ordering)
-        self.preemption_enabled = True
-        self.quota_preemption_enabled = False
-        #: Preemption attempts (past the preconditions), preemptions made, victims chosen, and
-        #: how long the guaranteed-share attempts took (YuniKorn's trypreemption latency).
-        self.preemption_attempts = 0
-        self.preemptions = 0
-        self.preemption_victims = 0
-        self.preemption_latency = LatencyHistogram()
-        self.allocation_count = 0
-        #: Foreign allocations: key -> (node id, resource) counted as occupied on the node.
-        self.foreign: dict[str, tuple[str, Resource]] = {}
-        #: Called after a node or allocation change (the scheduler's wake-up, the node index).
-        self.on_change: Callable[[], None] = lambda: None
-        #: Where role instances ran, by history key (pyscheduler.policies.role_history).
-        self.role_histories = RoleHistories()
+class Partition(PartitionGangs):
+    """One queue tree, its nodes and applications (see the module docstring)."""
 
     # -- queues ---------------------------------------------------------------------------------
 
@@ -484,11 +391,6 @@ class Partition:
                 ancestor.quota_preemption_start_ns = self.clock.now_ns() + delay
                 ancestor.quota_preemption_delay_armed_ns = delay
 
-    def unreserve(self, allocation_key: str) -> None:
-        reservation = self.reservations.by_key.get(allocation_key)
-        if reservation is not None:
-            self.reservations.unreserve(allocation_key, self.nodes.get(reservation.node_id))
-
     def _resize_allocation(self, app: Application, alloc: Allocation, resource: Resource) -> None:
         """An existing key with a new size (YuniKorn's UpdateAllocation; K8s in-place pod
         resize): the node, the application, its queues and its user's usage all move by the
@@ -580,139 +482,6 @@ class Partition:
         if node is not None:
             node.remove_allocation(key)
         return Released(app.app_id, key, termination_type, message)
-
-    # -- gang scheduling: placeholder replacement and timeouts ------------------------------------
-
-    def _replacement_readiness(self, app: Application) -> None:
-        if app.ready_for_replacement and self.applications.get(app.app_id) is app:
-            self.gang_apps.setdefault(app.app_id)
-        else:
-            self.gang_apps.pop(app.app_id, None)
-
-    def start_replacement(self, app: Application, real: Allocation, placeholder: Allocation, node: Node) -> None:
-        """The cycle's replacement: ``real`` takes ``placeholder``'s place on ``node`` (on
-        another node it holds that node's room at once; on the placeholder's node it uses the
-        placeholder's), and the RM is asked to release the placeholder (PLACEHOLDER_REPLACED).
-        Nothing else counts until the RM confirms. Caller holds the lock."""
-        if node.node_id != placeholder.node_id:
-            node.add_allocation(real)
-        app.start_replacement(real, placeholder, node.node_id, node.instance_type)
-        self.outbox.released.append(
-            Released(app.app_id, placeholder.allocation_key, PLACEHOLDER_REPLACED, REPLACING + real.allocation_key))
-
-    def _finish_replacement(self, app: Application, placeholder: Allocation) -> None:
-        """The placeholder's release is confirmed: the placeholder leaves its node and its
-        application, and its real member becomes an allocation, told to the RM as new. The
-        queue keeps the placeholder's size less the difference when the member is smaller."""
-        real = placeholder.replaced_by
-        ph_node = self.nodes.get(placeholder.node_id)
-        app.finish_replacement(placeholder, self._usage_removed(app), self._usage_added(app))
-        if ph_node is not None:
-            ph_node.remove_allocation(placeholder.allocation_key)
-        if real is None:
-            return
-        if real.node_id == placeholder.node_id and ph_node is not None:
-            ph_node.add_allocation(real)
-        self._role_landed(app, real, real.node_id)
-        self.outbox.allocated.append(real)
-
-    def _undo_replacement(self, app: Application, placeholder: Allocation) -> None:
-        """A replacement under way that cannot complete: its real member leaves the node it
-        held (another node than the placeholder's) and is pending again."""
-        real = placeholder.replaced_by
-        if real is None:
-            return
-        if real.node_id != placeholder.node_id:
-            node = self.nodes.get(real.node_id)
-            if node is not None:
-                node.remove_allocation(real.allocation_key)
-        app.undo_replacement(placeholder)
-
-    def _withdraw_member(self, app: Application, key: str) -> bool:
-        """The RM withdraws a gang member that is taking a placeholder's place (its pod was
-        deleted before the placeholder's release was confirmed): it leaves the node it held and
-        is forgotten; the placeholder, already released, goes when the RM confirms. Returns
-        whether ``key`` was such a member."""
-        for placeholder in app.placeholders():
-            member = placeholder.replaced_by
-            if member is not None and member.allocation_key == key:
-                if member.node_id != placeholder.node_id:
-                    node = self.nodes.get(member.node_id)
-                    if node is not None:
-                        node.remove_allocation(key)
-                placeholder.replaced_by = None
-                member.replacing = None
-                member.unplace()
-                self.events.app.ask_removed(app.app_id, key, member.resource)
-                return True
-        return False
-
-    def release_incompatible(self, app: Application, placeholder: Allocation, real: Allocation) -> None:
-        """A real member larger than its group's placeholder: the placeholder goes (TIMEOUT,
-        counted timed out once the RM confirms) and a request event says why. Caller holds the
-        lock."""
-        placeholder.released = True
-        self.outbox.released.append(Released(app.app_id, placeholder.allocation_key, TIMEOUT, CANCEL_INCOMPATIBLE))
-        self.events.app.request_diagnostic(
-            placeholder.allocation_key, app.app_id,
-            f"Task group '{placeholder.task_group_name}' in application '{app.app_id}': allocation resources "
-            f"'{go_string(real.resource)}' are not matching placeholder '{go_string(placeholder.resource)}' "
-            f"allocation with ID '{placeholder.allocation_key}'", real.resource)
-
-    def _time_out_placeholders(self, app: Application) -> None:
-        """The application's placeholder timer fired (see Application.time_out_placeholders):
-        its releases go to the RM, the removed asks lose their reservations."""
-        allocations, pending = app.time_out_placeholders()
-        for ask in pending:
-            self.unreserve(ask.allocation_key)
-            self._role_ask_removed(app, ask)
-        self.outbox.released.extend(
-            Released(app.app_id, a.allocation_key, TIMEOUT, RELEASE_ALLOCATED_ON_TIMEOUT) for a in allocations)
-        self.outbox.released.extend(
-            Released(app.app_id, a.allocation_key, TIMEOUT, RELEASE_PENDING_ON_TIMEOUT) for a in pending)
-
-    # -- role history ---------------------------------------------------------------------------------
-
-    def _role_history(self, app: Application, alloc: Allocation) -> tuple[RoleHistory, str] | None:
-        role = role_of(alloc.tags, alloc.task_group_name)
-        if not role:
-            return None
-        return self.role_histories.get_or_create(history_key_of(app.app_id, app.tags, alloc.tags)), role
-
-    def _role_landed(self, app: Application, alloc: Allocation, node_id: str) -> None:
-        found = self._role_history(app, alloc)
-        if found is None:
-            return
-        if found[0].allocated(alloc.allocation_key, found[1], node_id):
-            self.role_histories.history_placements += 1
-        else:
-            self.role_histories.other_placements += 1
-
-    def _role_stopped(self, app: Application, alloc: Allocation, *, failed: bool, preempted: bool = False) -> None:
-        found = self._role_history(app, alloc)
-        if found is not None and alloc.node_id:
-            found[0].released(found[1], alloc.node_id, self.clock.now_ns(), failed=failed, preempted=preempted)
-
-    def _role_ask_removed(self, app: Application, ask: Allocation) -> None:
-        found = self._role_history(app, ask)
-        if found is not None:
-            found[0].ask_removed(ask.allocation_key)
-
-    def _usage_added(self, app: Application) -> Callable[[Allocation], None]:
-        queue_path = app.queue.path if app.queue else ""
-        return lambda alloc: self.ugm.increase_usage(queue_path, app.app_id, app.user, app.groups, alloc.resource)
-
-    def _usage_removed(self, app: Application) -> Callable[[Allocation], None]:
-        queue_path = app.queue.path if app.queue else ""
-
-        def removed(alloc: Allocation) -> None:
-            # Done only with nothing allocated and nothing pending (YuniKorn's
-            # hasZeroAllocations): an app that still waits for asks keeps running for its user,
-            # or another app could take its slot under maxapplications while it gets more.
-            done = not app.allocations and not app.asks
-            self.ugm.decrease_usage(queue_path, app.app_id, app.user, app.groups, alloc.resource, done)
-
-        return removed
 
     # -- timers and clean-up ------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from pyscheduler._native import NodeIndex
+from pyscheduler.common import native as native_switch
 
 __all__ = [
     "Cursor", "NativeNodeOrdering", "NodeOrdering", "PythonNodeOrdering", "fit_in_score", "make_node_ordering",
@@ -235,5 +236,11 @@ def fit_in_score(wanted: Iterable[tuple[str, int]], available: Mapping[str, int]
     return score
 
 
-def make_node_ordering(policy: str = "fair", weights: Mapping[str, float] | None = None, *, native: bool = True) -> NodeOrdering:
+def make_node_ordering(
+    policy: str = "fair", weights: Mapping[str, float] | None = None, *, native: bool | None = None
+) -> NodeOrdering:
+    """The ordering for ``policy``: native or pure Python as ``native`` says, or as the one
+    native/pure switch (:mod:`pyscheduler.common.native`) says when it is None."""
+    if native is None:
+        native = native_switch.enabled()
     return NativeNodeOrdering(policy, weights) if native else PythonNodeOrdering(policy, weights)

@@ -35,7 +35,6 @@ __all__ = [
     "app_sorter",
     "fair_child_key",
     "fair_max",
-    "fair_share",
     "usage_shares",
 ]
 
@@ -48,25 +47,6 @@ def fair_max(queue: Queue) -> Resource:
         if q.max_resource is not None:
             result.update(q.max_resource.view())
     return Resource(result)
-
-
-def fair_share(allocated: Mapping[str, int], guaranteed: Mapping[str, int] | None, fairmax: Mapping[str, int]) -> float:
-    """The largest share over allocated types: allocated / guaranteed, or allocated / fair max
-    for types without a guarantee; 1.0 for usage against a zero or negative denominator. The
-    pure-Python twin of the native ``Resource.fair_share`` the sort uses (its oracle)."""
-    share = 0.0
-    for name, used in allocated.items():
-        if used <= 0:
-            continue
-        denominator = guaranteed.get(name) if guaranteed is not None else None
-        if denominator is None:
-            denominator = fairmax.get(name)
-            if denominator is None:
-                continue
-        ratio = used / denominator if denominator > 0 else 1.0
-        if ratio > share:
-            share = ratio
-    return share
 
 
 def _fair_max_below(queue: Queue, parent_maxes: dict[int, Resource]) -> Resource:

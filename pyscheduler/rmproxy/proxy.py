@@ -22,7 +22,7 @@ numbers silently would leave it believing totals the core does not hold.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from pyscheduler.common.resources import saturations
@@ -41,15 +41,15 @@ _INT64_BOUND = {"maximum": (1 << 63) - 1, "minimum": -(1 << 63)}
 class RMProxy:
     def __init__(self, context: ClusterContext | None = None) -> None:
         self.context = context or ClusterContext()
-        #: The callbacks of registered RMs (to tell them of clamped totals).
-        self._callbacks: dict[str, ResourceManagerCallback] = {}
+        #: The registered RMs' ``send_event``, bound at registration (to tell them of clamped totals).
+        self._send_event: dict[str, Callable[[Sequence[EventRecord]], None]] = {}
 
     def register_resource_manager(
         self, request: si.RegisterResourceManagerRequest, callback: ResourceManagerCallback
     ) -> si.RegisterResourceManagerResponse:
         """Registers (or re-registers, dropping its old partitions) an RM. Raises ConfigError."""
         self.context.register_rm(request, callback)
-        self._callbacks[request.rm_id] = callback
+        self._send_event[request.rm_id] = callback.send_event
         return si.RegisterResourceManagerResponse()
 
     def update_allocation(self, request: si.AllocationRequest) -> None:
@@ -85,13 +85,13 @@ class RMProxy:
     def _tell_clamped(self, rm_id: str, clamped: Mapping[str, str], carriers: list[_Carrier]) -> None:
         """One event per clamped type to the RM (see the module doc); the RM's own failure is
         logged, as for every callback."""
-        callback = self._callbacks.get(rm_id)
+        send_event = self._send_event.get(rm_id)
         now = self.context.clock.now_ns()
         events = [event for name, bound in clamped.items() if (event := _clamped_event(name, bound, carriers, now))]
-        if callback is None or not events:
+        if send_event is None or not events:
             return
         try:
-            callback.send_event(events)
+            send_event(events)
         except Exception:  # the RM's own failure must not fail its update
             log.exception("RM %s callback send_event failed for %d clamped-total events", rm_id, len(events))
 

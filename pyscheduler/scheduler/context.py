@@ -11,16 +11,17 @@ Partition names are ``[rmID]name`` inside and plain outside (the RM never sees t
 The RM is never called while :attr:`ClusterContext.lock` is held: what a change means for the RM
 is collected in the partitions' outboxes under the locks and sent once they are released, so an
 RM's callback may call back into the proxy, or wait for another thread that does (see _flush for
-the one limit: a partition's deliveries go one at a time).
+the one limit: a partition's deliveries go one at a time). The RM's callback methods are bound
+once at registration; what a registration holds and how the outbox becomes SI messages is
+:mod:`pyscheduler.scheduler.rm_delivery`.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -38,17 +39,17 @@ from pyscheduler.objects.object_events import ObjectEvents
 from pyscheduler.objects.partition import Partition, PartitionError, Released
 from pyscheduler.si import messages as si
 from pyscheduler.si.callback import (
-    PredicatesFunc,
     NodeScoresFunc,
+    PredicatesFunc,
     PreemptionPredicatesFunc,
     ResourceManagerCallback,
-    node_scores_of,
-    predicates_of,
-    preemption_predicates_of,
+    bind_callbacks,
 )
 from pyscheduler.scheduler.config_apply import apply_partition_config, root_settings
-from pyscheduler.scheduler.preemption import quota as quota_preemption
+from pyscheduler.scheduler.preemption.policies import default_preemptors
+from pyscheduler.scheduler.preemption.preemptor import Preemptor
 from pyscheduler.scheduler.read_pacing import ReadPacer
+from pyscheduler.scheduler.rm_delivery import RegisteredRM, RMRegistration, deliver, deliver_outbox, external_name
 
 if TYPE_CHECKING:
     from pyscheduler.policies.role_history.store import HistoryStore
@@ -75,49 +76,6 @@ def internal_name(rm_id: str, partition: str) -> str:
     return f"[{rm_id}]{(partition or DEFAULT_PARTITION).lower()}"
 
 
-@functools.lru_cache(maxsize=256)
-def external_name(name: str) -> str:
-    """The RM's name of a partition (``[rm]name`` -> ``name``); remembered: every allocation
-    message carries it."""
-    return name.split("]", 1)[1] if name.startswith("[") and "]" in name else name
-
-
-@dataclass
-class _RM:
-    rm_id: str
-    callback: ResourceManagerCallback
-    policy_group: str
-    checksum: str = ""
-    #: The RM's predicates hook, resolved once (None: every node passes).
-    predicates: PredicatesFunc | None = None
-    #: Its preemption predicates hook (None: preemption takes its first candidate node).
-    preemption_predicates: PreemptionPredicatesFunc | None = None
-    #: Its node preference hook (None: asks take the first node that fits).
-    node_scores: NodeScoresFunc | None = None
-    version: str = ""
-    build_info: Mapping[str, str] = field(default_factory=dict)
-    #: The extra configuration of the registration or of the last update_configuration.
-    extra_config: Mapping[str, str] = field(default_factory=dict)
-
-    def info(self) -> RegisteredRM:
-        return RegisteredRM(
-            self.rm_id, self.version, self.policy_group, dict(self.build_info), dict(self.extra_config)
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class RegisteredRM:
-    """What the REST layer may know of a registered RM (a copy: changing it changes nothing)."""
-
-    rm_id: str
-    version: str
-    policy_group: str
-    #: The RM's build information as it registered it (YuniKorn: buildDate, buildVersion, ...).
-    build_info: dict[str, str]
-    #: The extra configuration (settings outside queues.yaml) last given by the RM.
-    extra_config: dict[str, str]
-
-
 class ClusterContext:
     """All partitions, the registered RMs and the event system."""
 
@@ -127,10 +85,15 @@ class ClusterContext:
         clock: Clock | None = None,
         event_system: EventSystem | None = None,
         timeouts: AppTimeouts | None = None,
-        native_node_ordering: bool = True,
+        native_node_ordering: bool | None = None,
         role_history_store: HistoryStore | None = None,
+        preemptors: Sequence[Preemptor] | None = None,
     ) -> None:
         self.clock = clock or SystemClock()
+        #: The preemption policies (pyscheduler.scheduler.preemption.preemptor): the scheduling
+        #: cycle offers them the asks it cannot place, the tick lets them act on time.
+        self.preemptors: tuple[Preemptor, ...] = (
+            tuple(preemptors) if preemptors is not None else default_preemptors())
         #: Where role histories are saved (a RoleHistorySaver writes them); a new partition
         #: starts with its newest readable saved history. None: histories live in memory only.
         self.role_history_store = role_history_store
@@ -140,7 +103,7 @@ class ClusterContext:
         self.events = ObjectEvents(self.event_system.add)
         self.timeouts = timeouts or AppTimeouts()
         self.partitions: dict[str, Partition] = {}
-        self._rms: dict[str, _RM] = {}
+        self._rms: dict[str, RMRegistration] = {}
         self.configs: dict[str, SchedulerConfig] = {}
         self.lock = threading.RLock()
         #: REST answers yield to the scheduling loop while it is busy (read_pacing).
@@ -155,7 +118,7 @@ class ClusterContext:
         self._listeners_lock = threading.Lock()
         # A removed partition's outbox is sent after context.lock is released, by which time a
         # re-registration has replaced its RM: what it collected still goes to the RM that owned it.
-        self._removed_partition_rms: weakref.WeakKeyDictionary[Partition, _RM] = weakref.WeakKeyDictionary()
+        self._removed_partition_rms: weakref.WeakKeyDictionary[Partition, RMRegistration] = weakref.WeakKeyDictionary()
 
     @property
     def uuid(self) -> str:
@@ -205,19 +168,19 @@ class ClusterContext:
         """Registers an RM with its configuration; a re-registration removes the RM's old
         partitions first. Raises ConfigError for a bad configuration (nothing is changed)."""
         config, settings = self._parse(request.config, request.extra_config)
+        # Bound before anything changes: an RM without a required method fails here, whole.
+        calls = bind_callbacks(callback)
         removed: list[Partition] = []
         try:
             with self.lock:
                 if request.rm_id in self._rms:
                     for name in [n for n, p in self.partitions.items() if p.rm_id == request.rm_id]:
                         removed.append(self._remove_partition(name))
-                self._rms[request.rm_id] = _RM(
+                self._rms[request.rm_id] = RMRegistration(
                     request.rm_id,
                     callback,
+                    calls,
                     request.policy_group,
-                    predicates=predicates_of(callback),
-                    preemption_predicates=preemption_predicates_of(callback),
-                    node_scores=node_scores_of(callback),
                     version=request.version,
                     build_info=dict(request.build_info),
                     extra_config=dict(request.extra_config),
@@ -315,7 +278,7 @@ class ClusterContext:
             partition.remove_node(node_id)
         return partition
 
-    def _rm(self, rm_id: str) -> _RM:
+    def _rm(self, rm_id: str) -> RMRegistration:
         rm = self._rms.get(rm_id)
         if rm is None:
             raise UnknownRMError(f"unknown resource manager {rm_id!r}: register it first")
@@ -340,7 +303,7 @@ class ClusterContext:
         self._flush_all()
         self._notify_update()
 
-    def _add_application(self, rm: _RM, add: si.AddApplicationRequest, response: _AppResponse) -> None:
+    def _add_application(self, rm: RMRegistration, add: si.AddApplicationRequest, response: _AppResponse) -> None:
         _check(add.validate())
         partition = self._partition_for(rm.rm_id, add.partition_name)
         app = Application(
@@ -361,7 +324,7 @@ class ClusterContext:
         partition.add_application(app)
         response.accepted.append(si.AcceptedApplication(add.application_id))
 
-    def _remove_application(self, rm: _RM, remove: si.RemoveApplicationRequest) -> None:
+    def _remove_application(self, rm: RMRegistration, remove: si.RemoveApplicationRequest) -> None:
         _check(remove.validate())
         partition = self._partition_for(rm.rm_id, remove.partition_name)
         partition.remove_application(remove.application_id)
@@ -385,11 +348,11 @@ class ClusterContext:
 
             self._guard(apply, lambda reason: rejected.append(si.RejectedNode(info.node_id, reason)))
         if accepted or rejected:
-            self._callback(rm, "update_node", si.NodeResponse(rejected=tuple(rejected), accepted=tuple(accepted)))
+            deliver(rm, rm.calls.update_node, si.NodeResponse(rejected=tuple(rejected), accepted=tuple(accepted)))
         self._flush_all()
         self._notify_update()
 
-    def _node_action(self, rm: _RM, info: si.NodeInfo) -> bool:
+    def _node_action(self, rm: RMRegistration, info: si.NodeInfo) -> bool:
         """Applies one node action; True when the RM expects an "accepted" answer (CREATE)."""
         _check(info.validate())
         action = si.NodeAction(info.action)
@@ -451,11 +414,11 @@ class ClusterContext:
                 ),
             )
         if rejected:
-            self._callback(rm, "update_allocation", si.AllocationResponse(rejected_allocations=tuple(rejected)))
+            deliver(rm, rm.calls.update_allocation, si.AllocationResponse(rejected_allocations=tuple(rejected)))
         self._flush_all()
         self._notify_update()
 
-    def _update_allocation(self, rm: _RM, msg: si.Allocation) -> None:
+    def _update_allocation(self, rm: RMRegistration, msg: si.Allocation) -> None:
         _check(msg.validate())
         partition = self._partition_for(rm.rm_id, msg.partition_name)
         if msg.is_foreign:
@@ -482,7 +445,7 @@ class ClusterContext:
         )
         partition.update_allocation(alloc)
 
-    def _release(self, rm: _RM, release: si.AllocationRelease) -> None:
+    def _release(self, rm: RMRegistration, release: si.AllocationRelease) -> None:
         _check(release.validate())
         partition = self._partition_for(rm.rm_id, release.partition_name)
         if not release.application_id:
@@ -521,29 +484,15 @@ class ClusterContext:
 
     def predicates_for(self, partition: Partition) -> PredicatesFunc | None:
         rm = self._rms.get(partition.rm_id)
-        return rm.predicates if rm is not None else None
+        return rm.calls.predicates if rm is not None else None
 
     def node_scores_for(self, partition: Partition) -> NodeScoresFunc | None:
         rm = self._rms.get(partition.rm_id)
-        return rm.node_scores if rm is not None else None
+        return rm.calls.node_scores if rm is not None else None
 
     def preemption_predicates_for(self, partition: Partition) -> PreemptionPredicatesFunc | None:
         rm = self._rms.get(partition.rm_id)
-        return rm.preemption_predicates if rm is not None else None
-
-    @staticmethod
-    def _si_allocation(partition: Partition, alloc: Allocation) -> si.Allocation:
-        return si.Allocation.placed(
-            alloc.allocation_key,
-            alloc.tags,  # copied by the message
-            alloc.resource,
-            alloc.priority,
-            alloc.node_id,
-            alloc.application_id,
-            external_name(partition.name),
-            alloc.task_group_name,
-            alloc.placeholder,
-        )
+        return rm.calls.preemption_predicates if rm is not None else None
 
     # -- timers --------------------------------------------------------------------------------------
 
@@ -552,10 +501,8 @@ class ClusterContext:
         tests call it after moving a manual clock)."""
         for partition in list(self.partitions.values()):
             partition.tick()
-            if partition.quota_preemption_enabled:
-                with partition.lock:
-                    for result in quota_preemption.fire_due(partition, self.clock.now_ns()):
-                        quota_preemption.apply(partition, result)
+            for preemptor in self.preemptors:  # quota-change enforcement is due on time
+                preemptor.on_tick(partition, self.clock.now_ns())
         self._flush_all()
 
     # -- plumbing --------------------------------------------------------------------------------------
@@ -593,27 +540,12 @@ class ClusterContext:
         outbox = partition.outbox
         with outbox.sending:
             with partition.lock:
-                updates, allocated, released = outbox.take()
+                updates, allocated, released, states = outbox.take()
             rm = self._rm_of(partition)
-            if rm is None:
-                return
-            if updates:
-                updated = tuple(
-                    si.UpdatedApplication(u.application_id, u.state, u.state_transition_timestamp, u.message)
-                    for u in updates
-                )
-                self._callback(rm, "update_application", si.ApplicationResponse(updated=updated))
-            if allocated:
-                new = tuple([self._si_allocation(partition, a) for a in allocated])
-                self._callback(rm, "update_allocation", si.AllocationResponse.of_new(new))
-            if released:
-                self._callback(
-                    rm,
-                    "update_allocation",
-                    si.AllocationResponse(released=tuple(_si_release(partition, r) for r in released)),
-                )
+            if rm is not None:
+                deliver_outbox(rm, partition.name, updates, allocated, released, states)
 
-    def _rm_of(self, partition: Partition) -> _RM | None:
+    def _rm_of(self, partition: Partition) -> RMRegistration | None:
         """The RM a partition reports to: its RM's registration, or for a removed partition the
         registration that owned it (a re-registration replaced it before the flush)."""
         if self.partitions.get(partition.name) is not partition:
@@ -622,20 +554,11 @@ class ClusterContext:
                 return owner
         return self._rms.get(partition.rm_id)
 
-    def _send_app_response(self, rm: _RM, response: _AppResponse) -> None:
-        if response.accepted or response.rejected:
-            self._callback(
-                rm,
-                "update_application",
-                si.ApplicationResponse(rejected=tuple(response.rejected), accepted=tuple(response.accepted)),
-            )
-
     @staticmethod
-    def _callback(rm: _RM, method: str, message: object) -> None:
-        try:
-            getattr(rm.callback, method)(message)
-        except Exception:  # the RM's own failure must not stop the scheduler
-            log.exception("RM %s callback %s failed", rm.rm_id, method)
+    def _send_app_response(rm: RMRegistration, response: _AppResponse) -> None:
+        if response.accepted or response.rejected:
+            deliver(rm, rm.calls.update_application,
+                    si.ApplicationResponse(rejected=tuple(response.rejected), accepted=tuple(response.accepted)))
 
     def stop(self) -> None:
         self.event_system.stop()
@@ -663,13 +586,3 @@ def _check(reason: str | None) -> None:
     """A message that is malformed on its own is rejected with its own reason."""
     if reason:
         raise PartitionError(reason)
-
-
-def _si_release(partition: Partition, released: Released) -> si.AllocationRelease:
-    return si.AllocationRelease(
-        partition_name=external_name(partition.name),
-        application_id=released.application_id,
-        termination_type=si.TerminationType(released.termination_type),
-        message=released.message,
-        allocation_key=released.allocation_key,
-    )

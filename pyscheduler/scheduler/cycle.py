@@ -24,6 +24,21 @@ Per partition, under its lock:
 The allocation is committed in the same cycle (node, application, queues, user usage,
 events) and the RM is told once the partition's lock is released.
 
+**Preemption** is an extension point (:mod:`pyscheduler.scheduler.preemption.preemptor`): where
+an ask cannot be placed (over its queue's headroom, no node takes it, a reserved daemon set ask
+whose node lacks room) the cycle builds one attempt and offers it to its preemptors in order
+(guaranteed share, required node, quota change by default); the first plan is applied here
+(victims marked and released through the RM naming the ask as their preemptor, the node
+reserved when the plan says so) and ends the partition's walk, as a reservation would.
+
+**Scheduling states.** Where a request event says why an ask waits (YuniKorn's ask events),
+the RM also hears ``update_container_scheduling_state`` with the same text and a typed code
+(:mod:`pyscheduler.scheduler.ask_reports`): SKIPPED with QUEUE_QUOTA or USER_QUOTA when the
+check starts failing, FAILED with NO_NODE_FITS, PREDICATES or REQUIRED_NODE at most once per
+ask every :data:`PREDICATES_EVENT_INTERVAL`. They go through the partition's outbox, after its
+lock is released, like every other outcome; nothing is added on the path of an ask that is
+placed.
+
 What the walk sorts by is kept up to date as asks come and go, not recomputed per cycle: each
 queue's highest pending ask priority and each leaf's applications with asks (and their fifo
 order) live in the queues (:meth:`Queue.app_asks_changed`), so a cycle costs the queues and
@@ -32,12 +47,10 @@ applications on its path, not every queue and application of the partition.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from pyscheduler.common.enums import member_table
-from pyscheduler.common.gc_pause import collector_paused
 from pyscheduler.common.resources import Resource
 from pyscheduler.si.events import EventChangeDetail
 from pyscheduler.objects.allocation import Allocation
@@ -49,36 +62,39 @@ from pyscheduler.objects.queue import ObjectState, Queue, queue_shape_version
 from pyscheduler.policies.node_ordering import Cursor
 from pyscheduler.policies.role_history import Placement, history_key_of, role_of
 from pyscheduler.policies.sorting import app_sorter
-from pyscheduler.scheduler.preemption.memo import PreemptionMemo
-from pyscheduler.scheduler.preemption.required_node import NO_VICTIM_FOR_REQUIRED_NODE, required_node_victims
-from pyscheduler.scheduler.preemption.guaranteed import (
-    PREEMPTION_DOES_NOT_HELP,
-    PREEMPTION_MAX_ATTEMPTS_EXHAUSTED,
-    PREEMPTION_PRECONDITIONS_FAILED,
-    GuaranteedPreemptor,
+from pyscheduler.scheduler.preemption.policies import PREEMPTION_RELEASE, REQUIRED_NODE_PREEMPTION_RELEASE
+from pyscheduler.scheduler.preemption.preemptor import (
+    AttemptBudget,
+    PreemptionAttempt,
     PreemptionPlan,
-    check_preconditions,
-    claimed_by_preemptors,
+    PreemptionTrigger,
+    Preemptor,
 )
 from pyscheduler.si.callback import check_predicates
 from pyscheduler.si.messages import TAG_SCORE_NODES, PredicatesArgs, ScoreNodesArgs
+from pyscheduler.scheduler import ask_reports
+from pyscheduler.scheduler.ask_reports import PREDICATES_EVENT_INTERVAL
 from pyscheduler.scheduler.node_preference import best_candidate, feasible_nodes_to_find
 
 if TYPE_CHECKING:
-    from pyscheduler.objects.reservation import Reservation
     from pyscheduler.scheduler.context import ClusterContext
 
-__all__ = ["Decision", "SchedulingCycle", "QUEUE_QUOTA", "USER_QUOTA", "DEFAULT_RESERVATION_DELAY"]
+__all__ = [
+    "DEFAULT_RESERVATION_DELAY",
+    "Decision",
+    "PREDICATES_EVENT_INTERVAL",
+    "MAX_PREEMPTIONS_PER_LEAF",
+    "PREEMPTION_RELEASE",
+    "QUEUE_QUOTA",
+    "REQUIRED_NODE_PREEMPTION_RELEASE",
+    "SchedulingCycle",
+    "USER_QUOTA",
+]
 
 #: Seconds an ask must wait before it may reserve a node (YuniKorn's reservationDelay).
 DEFAULT_RESERVATION_DELAY = 2.0
-#: YuniKorn's reservationWaitTimeout: another ask's reservation older than the reservation
-#: delay plus twice this may be cancelled for a preempting ask (see _cancellable_for).
-RESERVATION_WAIT_TIMEOUT = 3600.0
 #: Reservation candidates checked with the RM per pass over the nodes (most asks take the first).
 RESERVATION_CANDIDATE_BATCH = 16
-#: Seconds between two "predicates failed" request events of one ask (YuniKorn: 15 s, burst 1).
-PREDICATES_EVENT_INTERVAL = 15.0
 QUEUE_QUOTA = "Not enough queue quota"
 #: Allocation log entries of role history: waiting for the history node, leaving it.
 HISTORY_WAIT_PREFIX = "Waiting for its history node "
@@ -89,9 +105,6 @@ MAX_PREEMPTIONS_PER_LEAF = 10
 #: Member tables (common.enums) for the states the walk reads of every queue and application.
 ObjectStates = member_table(ObjectState)
 AppStates = member_table(AppState)
-#: The message of the victims' release (YuniKorn's, the ask's key appended).
-PREEMPTION_RELEASE = "preempting allocations to free up resources to run ask: "
-REQUIRED_NODE_PREEMPTION_RELEASE = "preempting allocations to free up resources to run daemon set ask: "
 
 
 class Decision(NamedTuple):
@@ -108,17 +121,19 @@ class Decision(NamedTuple):
 
 
 class SchedulingCycle:
-    def __init__(self, context: ClusterContext, *, reservation_delay: float = DEFAULT_RESERVATION_DELAY) -> None:
+    """One scheduling pass per :meth:`run`. ``preemptors`` are the preemption policies offered
+    an ask that cannot be placed, in order (default: the context's,
+    :func:`pyscheduler.scheduler.preemption.policies.default_preemptors`)."""
+
+    def __init__(self, context: ClusterContext, *, reservation_delay: float = DEFAULT_RESERVATION_DELAY,
+                 preemptors: Sequence[Preemptor] | None = None) -> None:
         self.context = context
         self.reservation_delay = reservation_delay
+        self.preemptors: tuple[Preemptor, ...] = tuple(preemptors) if preemptors is not None else context.preemptors
         #: Preemption attempts left in the current leaf visit (YuniKorn's maxPreemptionsPerQueue),
         #: and whether this partition's walk preempted (it then ends, as a reservation would).
-        self._preemptions_left = MAX_PREEMPTIONS_PER_LEAF
+        self._budget = AttemptBudget(MAX_PREEMPTIONS_PER_LEAF)
         self._preempted = False
-        #: Partition name -> what its preemption attempts keep for the next ones (used under the
-        #: partition's lock, as the attempts are; a recreated partition's queues change the shape
-        #: version, which starts the memo again).
-        self._preemption_memos: dict[str, PreemptionMemo] = {}
 
     def run(self) -> list[Decision]:
         """One cycle over every partition; returns the allocations it made."""
@@ -133,8 +148,9 @@ class SchedulingCycle:
             if decision is not None:
                 decisions.append(decision)
                 self.context.notify_allocated(partition, decision.ask)
-            elif self._preempted or partition.outbox.released:
-                # The victims' release, or placeholders too small for their members, to the RM.
+            elif self._preempted or partition.outbox.released or partition.outbox.scheduling_states:
+                # The victims' release, placeholders too small for their members, or the asks
+                # skipped or failed, to the RM.
                 self.context.send_outbox(partition)
         return decisions
 
@@ -142,7 +158,7 @@ class SchedulingCycle:
 
     def _schedule(self, partition: Partition) -> Decision | None:
         if partition.reservations.by_key:
-            self._preemptions_left = MAX_PREEMPTIONS_PER_LEAF
+            self._budget.left = MAX_PREEMPTIONS_PER_LEAF
             decision = self._try_reserved(partition)
             if decision is not None or self._preempted:
                 return decision
@@ -166,7 +182,7 @@ class SchedulingCycle:
         return None
 
     def _try_leaf(self, partition: Partition, queue: Queue) -> Decision | None:
-        self._preemptions_left = MAX_PREEMPTIONS_PER_LEAF
+        self._budget.left = MAX_PREEMPTIONS_PER_LEAF
         for app in self._sorted_apps(queue):
             if not self._runnable(partition, queue, app):
                 continue
@@ -216,23 +232,24 @@ class SchedulingCycle:
             if ask.allocation_key in reserved or app.can_replace(ask):
                 continue  # a member of a task group waits for one of its placeholders
             resource = ask.resource
-            # Request events go out when a check starts or stops failing (YuniKorn's ask events).
+            # Request events go out when a check starts or stops failing (YuniKorn's ask events),
+            # and the RM hears the ask was skipped, with the same message, at the same moments.
             if not resource.fits_in_max_undef(user_room):
                 ask.log_failure(USER_QUOTA, now)
                 if not ask.user_quota_failed:
                     ask.user_quota_failed = True
-                    events.request_exceeds_user_quota(ask.allocation_key, app.app_id, user_room, resource)
+                    ask_reports.over_user_quota(partition, app.app_id, ask, user_room)
                 continue
             if ask.user_quota_failed:
                 ask.user_quota_failed = False
                 events.request_fits_in_user_quota(ask.allocation_key, app.app_id, resource)
             if not resource.fits_in_max_undef(queue_room):
-                if self._try_preemption(partition, queue, app, ask, nodes_tried=False):
+                if self._preempt(partition, queue, app, ask, PreemptionTrigger.QUEUE_HEADROOM):
                     return None
                 ask.log_failure(QUEUE_QUOTA, now)
                 if not ask.queue_headroom_failed:
                     ask.queue_headroom_failed = True
-                    events.request_exceeds_queue_headroom(ask.allocation_key, app.app_id, queue_room, resource, queue.path)
+                    ask_reports.over_queue_headroom(partition, app.app_id, ask, queue_room, queue.path)
                 continue
             if ask.queue_headroom_failed:
                 ask.queue_headroom_failed = False
@@ -311,78 +328,49 @@ class SchedulingCycle:
 
     # -- preemption ----------------------------------------------------------------------------------
 
-    def _try_preemption(self, partition: Partition, queue: Queue, app: Application, ask: Allocation, *,
-                        nodes_tried: bool) -> bool:
-        """Guaranteed-share preemption for an ask that does not fit its queue's headroom or any
-        node (pyscheduler.scheduler.preemption.guaranteed): when the partition allows it, the
-        leaf visit has attempts left and the ask passes the preconditions. A plan marks its
-        victims, releases them through the RM and reserves its node for the ask."""
-        if not partition.preemption_enabled:
-            return False
-        now = self.context.clock.now_ns()
-        if self._preemptions_left <= 0:
-            # The leaf visit's attempts are used up (YuniKorn's maxPreemptionsPerQueue): said
-            # on the ask, whose allocation log shows why it did not even try.
-            ask.log_failure(PREEMPTION_MAX_ATTEMPTS_EXHAUSTED, now)
-            return False
-        if not check_preconditions(ask, queue.preemption_delay_ns, now):
-            # YuniKorn logs both: the attempt's reason, then that preemption did not help.
-            ask.log_failure(PREEMPTION_PRECONDITIONS_FAILED, now)
-            ask.log_failure(PREEMPTION_DOES_NOT_HELP, now)
-            return False
-        # Only an attempt that passed its preconditions takes one of the visit's (as YuniKorn
-        # since 1.8): asks that may not preempt yet do not use up the others' chances.
-        self._preemptions_left -= 1
-        reservations = partition.reservations
-        monotonic = self.context.clock.monotonic()
+    def _preempt(self, partition: Partition, queue: Queue, app: Application, ask: Allocation,
+                 trigger: PreemptionTrigger, node: Node | None = None) -> bool:
+        """Offers the ask to the preemptors in order (pyscheduler.scheduler.preemption.preemptor);
+        the first plan is applied. Whether one was: the walk then ends, as a reservation would."""
+        context = self.context
+        attempt = PreemptionAttempt(
+            partition, queue, app, ask, trigger, context.predicates_for(partition),
+            context.preemption_predicates_for(partition), self._budget, self.reservation_delay, node)
+        for preemptor in self.preemptors:
+            plan = preemptor.try_preempt(attempt).plan
+            if plan is not None:
+                self._apply_plan(partition, queue, app, ask, plan)
+                return True
+        return False
 
-        def reserved_by_others(node: Node) -> bool:
-            return any(r.allocation_key != ask.allocation_key and not self._cancellable_for(partition, r, ask, monotonic)
-                       for r in reservations.on_node(node.node_id))
-
-        partition.preemption_attempts += 1
-        started = time.perf_counter()
-        # A decision makes thousands of short-lived dicts: a collection meeting them would
-        # promote them and bring a full collection (the whole heap) closer.
-        with collector_paused():
-            preemptor = GuaranteedPreemptor(
-                queue, ask, partition.applications, partition.nodes, partition.sorted_node_ids(), nodes_tried=nodes_tried,
-                predicates=self.context.predicates_for(partition),
-                preemption_predicates=self.context.preemption_predicates_for(partition),
-                reserved_by_others=reserved_by_others, fitting=partition.fitting_node_ids,
-                memo=self._preemption_memos.setdefault(partition.name, PreemptionMemo()),
-                # Earlier asks still waiting for their victims count as their queues' usage: the
-                # queue stops at its guarantee however many nodes let asks preempt at once.
-                claimed=claimed_by_preemptors(queue, reservations.by_key.values(), partition.applications)
-                if reservations.by_key else None,
-            )
-            outcome = preemptor.try_preemption()
-        partition.preemption_latency.observe((time.perf_counter() - started) * 1e3)
-        if isinstance(outcome, str):
-            if outcome:
-                ask.log_failure(outcome, now)
-            ask.log_failure(PREEMPTION_DOES_NOT_HELP, now)
-            return False
-        self._apply_preemption(partition, queue, app, ask, outcome)
-        return True
-
-    def _cancellable_for(self, partition: Partition, reservation: Reservation, ask: Allocation, monotonic: float) -> bool:
-        """Whether another ask's reservation gives way to a preempting ask (YuniKorn's rule): the
-        reserving ask has a lower priority, no required node (nor a role history hold), did not
-        trigger preemption itself, and has held the node longer than the reservation delay plus
-        twice the reservation wait timeout. A reservation whose ask is gone is stale: it gives way."""
-        if reservation.required:
-            return False
-        holder_app = partition.applications.get(reservation.app_id)
-        holder = holder_app.asks.get(reservation.allocation_key) if holder_app is not None else None
-        if holder is None:
-            return True
-        return (holder.priority < ask.priority and not holder.required_node and not holder.triggered_preemption
-                and monotonic - reservation.since >= self.reservation_delay + 2 * RESERVATION_WAIT_TIMEOUT)
-
-    def _apply_preemption(self, partition: Partition, queue: Queue, app: Application, ask: Allocation,
-                          plan: PreemptionPlan) -> None:
-        self._release_victims(partition, queue, app, ask, plan.victims, PREEMPTION_RELEASE)
+    def _apply_plan(self, partition: Partition, queue: Queue, app: Application, ask: Allocation,
+                    plan: PreemptionPlan) -> None:
+        """Marks the victims preempted (their queues' preempting resource grows, each gets
+        YuniKorn's request event), marks the ask as having triggered preemption, puts one
+        release of them all in the outbox for the RM (naming the ask as their preemptor) and,
+        when the plan says so, reserves its node for the ask (other asks' reservations there
+        gave way)."""
+        events = partition.events.app
+        message = f"Preempted by {ask.allocation_key} from application {app.app_id} in {queue.path}"
+        victims = plan.victims
+        for victim in victims:
+            victim_app = partition.applications.get(victim.application_id)
+            if victim_app is not None and victim_app.queue is not None:
+                victim_app.queue.inc_preempting(victim.resource)
+            victim.preempted = True
+            events.request_diagnostic(victim.allocation_key, victim.application_id, message, victim.resource)
+        ask.triggered_preemption = True
+        release_message = plan.release_message + ask.allocation_key
+        partition.outbox.released.extend(
+            Released(v.application_id, v.allocation_key, PREEMPTED_BY_SCHEDULER, release_message,
+                     app.app_id, ask.allocation_key)
+            for v in victims
+        )
+        partition.preemptions += 1
+        partition.preemption_victims += len(victims)
+        self._preempted = True
+        if not plan.reserve_node:
+            return
         node = partition.nodes[plan.node_id]
         for reservation in partition.reservations.on_node(node.node_id):
             if reservation.allocation_key != ask.allocation_key:
@@ -391,45 +379,15 @@ class SchedulingCycle:
             partition.unreserve(ask.allocation_key)
         partition.reservations.reserve(ask, node, required=False, now=self.context.clock.monotonic())
 
-    def _release_victims(self, partition: Partition, queue: Queue, app: Application, ask: Allocation,
-                         victims: Sequence[Allocation], release_message: str) -> None:
-        """Marks the victims preempted (their queues' preempting resource grows, each gets
-        YuniKorn's request event), marks the ask as having triggered preemption, and puts one
-        release of them all in the outbox for the RM."""
-        events = partition.events.app
-        message = f"Preempted by {ask.allocation_key} from application {app.app_id} in {queue.path}"
-        for victim in victims:
-            victim_app = partition.applications.get(victim.application_id)
-            if victim_app is not None and victim_app.queue is not None:
-                victim_app.queue.inc_preempting(victim.resource)
-            victim.preempted = True
-            events.request_diagnostic(victim.allocation_key, victim.application_id, message, victim.resource)
-        ask.triggered_preemption = True
-        partition.outbox.released.extend(
-            Released(v.application_id, v.allocation_key, PREEMPTED_BY_SCHEDULER, release_message + ask.allocation_key)
-            for v in victims
-        )
-        partition.preemptions += 1
-        partition.preemption_victims += len(victims)
-        self._preempted = True
-
     def _try_required_node_preemption(self, partition: Partition, queue: Queue, app: Application,
                                       ask: Allocation, node: Node) -> bool:
         """A reserved daemon set ask that fits its queue but not its node (see
-        pyscheduler.scheduler.preemption.required_node); on failure the allocation log entry
-        and a request event, at most one every PREDICATES_EVENT_INTERVAL per ask."""
-        victims = required_node_victims(ask, node, self.context.preemption_predicates_for(partition))
-        if victims:
-            self._release_victims(partition, queue, app, ask, victims, REQUIRED_NODE_PREEMPTION_RELEASE)
+        pyscheduler.scheduler.preemption.required_node); when no preemptor frees its node, a
+        request event and a FAILED scheduling state (REQUIRED_NODE) for the RM, at most one
+        every PREDICATES_EVENT_INTERVAL per ask."""
+        if self._preempt(partition, queue, app, ask, PreemptionTrigger.REQUIRED_NODE, node):
             return True
-        ask.log_failure(NO_VICTIM_FOR_REQUIRED_NODE, self.context.clock.now_ns())
-        now = self.context.clock.monotonic()
-        if ask.preemption_event_at is None or now - ask.preemption_event_at >= PREDICATES_EVENT_INTERVAL:
-            ask.preemption_event_at = now
-            partition.events.app.request_diagnostic(
-                ask.allocation_key, app.app_id,
-                f"Unschedulable request '{ask.allocation_key}' with required node '{node.node_id}', "
-                "no preemption victim found", ask.resource)
+        ask_reports.required_node_refuses(partition, app.app_id, ask, node.node_id, self.context.clock.monotonic())
         return False
 
     # -- role history --------------------------------------------------------------------------------
@@ -475,34 +433,14 @@ class SchedulingCycle:
         if node is not None:
             return self._commit(partition, app, ask, node)
         if failures:
-            self._predicates_failed(partition, app, ask, failures)
+            ask_reports.predicates_failed(partition, app.app_id, ask, failures, self.context.clock.monotonic())
         else:
-            self._no_node_fits(partition, app, ask)
-        if self._try_preemption(partition, queue, app, ask, nodes_tried=True):
+            ask_reports.no_node_fits(partition, app.app_id, ask, self.context.clock.monotonic())
+        if self._preempt(partition, queue, app, ask, PreemptionTrigger.NO_NODE_FITS):
             return None
         if (now_ns - ask.create_time_ns) / 1e9 >= self.reservation_delay:
             self._reserve_closest(partition, ask)
         return None
-
-    def _predicates_failed(self, partition: Partition, app: Application, ask: Allocation,
-                           failures: dict[str, int]) -> None:
-        """The RM's predicates refused every node that fitted: a request event, at most one per
-        ask every PREDICATES_EVENT_INTERVAL (YuniKorn's per-ask rate limiter, burst 1)."""
-        now = self.context.clock.monotonic()
-        last = ask.predicates_event_at
-        if last is not None and now - last < PREDICATES_EVENT_INTERVAL:
-            return
-        ask.predicates_event_at = now
-        partition.events.app.request_predicates_failed(ask.allocation_key, app.app_id, failures, ask.resource)
-
-    def _no_node_fits(self, partition: Partition, app: Application, ask: Allocation) -> None:
-        """No node had room for the ask: a request event, rate-limited as the predicates one."""
-        now = self.context.clock.monotonic()
-        last = ask.predicates_event_at
-        if last is not None and now - last < PREDICATES_EVENT_INTERVAL:
-            return
-        ask.predicates_event_at = now
-        partition.events.app.request_no_node_fits(ask.allocation_key, app.app_id, ask.resource)
 
     def _first_node(self, partition: Partition, ask: Allocation, *, skip_reserved: bool,
                     exclude: str = "", failures: dict[str, int] | None = None,
@@ -632,7 +570,7 @@ class SchedulingCycle:
                 # not (the walk skips reserved asks, so this is their only chance).
                 if (not reservation.required and not ask.triggered_preemption
                         and ask.resource.fits_in_max_undef(self._user_headroom(partition, queue, app))
-                        and self._try_preemption(partition, queue, app, ask, nodes_tried=False)):
+                        and self._preempt(partition, queue, app, ask, PreemptionTrigger.QUEUE_HEADROOM)):
                     return None
                 continue
             # An app that is not running yet may have become unrunnable since it reserved
@@ -654,7 +592,8 @@ class SchedulingCycle:
                     return self._commit(partition, app, ask, other, from_reservation=True)
                 # Reserved while nothing fitted (the reservation delay is shorter than the
                 # preemption delay): it may still preempt, which moves its reservation.
-                if not ask.triggered_preemption and self._try_preemption(partition, queue, app, ask, nodes_tried=True):
+                if not ask.triggered_preemption and self._preempt(partition, queue, app, ask,
+                                                                  PreemptionTrigger.NO_NODE_FITS):
                     return None
         return None
 

@@ -5,8 +5,10 @@ the test kit can all depend on it without depending on each other (YuniKorn's
 ``scheduler-interface`` module).
 
 - :mod:`~pyscheduler.si.messages`: the request and response messages, mirroring YuniKorn's SI
-  in snake_case, immutable, with ``validate()``; the SI tag and attribute constants
-  (``HOST_NAME``, ``TAG_REQUIRED_NODE``, ``FOREIGN``, ...).
+  in snake_case, immutable, with ``validate()``; the enums (``TerminationType``,
+  ``ApplicationState``, ``SchedulingReason``, ...). Built with :mod:`~pyscheduler.si.construction`.
+- :mod:`~pyscheduler.si.vocabulary`: the tag and attribute names (``HOST_NAME``,
+  ``TAG_REQUIRED_NODE``, ``FOREIGN``, ``ROLE_TAG``, ...), re-exported by ``messages``.
 - :mod:`~pyscheduler.si.callback`: what an RM implements so the core can answer
   (:class:`ResourceManagerCallback`, plus the optional :class:`PredicatesPlugin` and
   :class:`PreemptionPredicatesPlugin`).
@@ -31,6 +33,7 @@ from pyscheduler.si.messages import (
     AllocationRequest,
     AllocationResponse,
     ApplicationRequest,
+    ApplicationState,
     ApplicationResponse,
     ContainerSchedulingState,
     NodeAction,
@@ -48,6 +51,7 @@ from pyscheduler.si.messages import (
     RejectedApplication,
     RejectedNode,
     RemoveApplicationRequest,
+    SchedulingReason,
     TerminationType,
     UpdateConfigurationRequest,
     UpdateContainerSchedulingStateRequest,
@@ -91,7 +95,9 @@ __all__ = [
     "RejectedApplication",
     "RejectedNode",
     "RemoveApplicationRequest",
+    "SchedulingReason",
     "TerminationType",
+    "ApplicationState",
     "UpdateConfigurationRequest",
     "UpdateContainerSchedulingStateRequest",
     "UpdatedApplication",

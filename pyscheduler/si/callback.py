@@ -33,15 +33,24 @@ How the core calls an RM (the contract an implementation may rely on and must ho
   nothing (YuniKorn's return an ``error`` that is only logged). An exception raised by one is
   logged by the caller and never stops the core.
 - Messages are immutable (see :mod:`pyscheduler.si.messages`): an RM may keep them.
+- The core binds an RM's methods once, at registration (:func:`bind_callbacks`): replacing a
+  method on the RM object afterwards changes nothing; an RM lacking a required method is
+  refused at registration.
+- ``update_container_scheduling_state`` carries a :class:`~pyscheduler.si.messages.SchedulingReason`
+  code: SKIPPED with QUEUE_QUOTA or USER_QUOTA when the ask's check starts failing, FAILED with
+  NO_NODE_FITS, PREDICATES or REQUIRED_NODE at most once per ask every 15 s (the pace of the
+  request events with the same text). An RM acts on the code, never on the ``reason`` text.
 
 The Protocols are ``runtime_checkable`` so the proxy can test an RM with ``isinstance`` once,
-at registration; :func:`predicates_of` resolves the optional hook once so the hot path pays
-for no lookup.
+at registration. :func:`bind_callbacks` resolves every method the core calls, required and
+optional, once, into :class:`BoundCallbacks`: the core delivers through those bound methods
+and never looks a method up by name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from pyscheduler.si.events import EventRecord
@@ -57,6 +66,8 @@ from pyscheduler.si.messages import (
 )
 
 __all__ = [
+    "BoundCallbacks",
+    "bind_callbacks",
     "NodeScoresFunc",
     "NodeScoresPlugin",
     "node_scores_of",
@@ -99,7 +110,8 @@ class ResourceManagerCallback(Protocol):
         ...
 
     def update_container_scheduling_state(self, request: UpdateContainerSchedulingStateRequest) -> None:
-        """What the core did with an ask this cycle (skipped, scheduled, reserved, failed)."""
+        """An ask the core skipped (its queue's or user's room) or failed (no node takes it),
+        with the reason's code (see the module doc); one request per ask and call."""
         ...
 
 
@@ -179,3 +191,33 @@ def check_predicates(predicates: PredicatesFunc | None, args: PredicatesArgs) ->
         return f"predicates failed: {type(exc).__name__}: {exc}"
     # Treat "" like None: an empty reason cannot explain a refusal, and Go's nil error is "passes".
     return reason or None
+
+
+@dataclass(frozen=True, slots=True)
+class BoundCallbacks:
+    """An RM's callback methods, bound once at registration (:func:`bind_callbacks`): what the
+    core calls to deliver its outcomes, and the optional hooks (None where the RM has none)."""
+
+    update_allocation: Callable[[AllocationResponse], None]
+    update_application: Callable[[ApplicationResponse], None]
+    update_node: Callable[[NodeResponse], None]
+    send_event: Callable[[Sequence[EventRecord]], None]
+    update_container_scheduling_state: Callable[[UpdateContainerSchedulingStateRequest], None]
+    predicates: PredicatesFunc | None
+    preemption_predicates: PreemptionPredicatesFunc | None
+    node_scores: NodeScoresFunc | None
+
+
+def bind_callbacks(rm: ResourceManagerCallback) -> BoundCallbacks:
+    """Every method of ``rm`` the core calls, bound once (an attribute an RM lacks fails here,
+    at registration, rather than on the first delivery)."""
+    return BoundCallbacks(
+        rm.update_allocation,
+        rm.update_application,
+        rm.update_node,
+        rm.send_event,
+        rm.update_container_scheduling_state,
+        predicates_of(rm),
+        preemption_predicates_of(rm),
+        node_scores_of(rm),
+    )

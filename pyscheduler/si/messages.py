@@ -26,13 +26,17 @@ the requests and the items they carry: it returns ``None`` for a well-formed mes
 short human-readable reason the proxy sends back in a ``Rejected*`` message. ``validate()``
 only looks at the message itself (empty IDs, impossible values); whether an application,
 node or partition exists is for the core to decide.
+
+Why one module of ~800 lines: it mirrors one file, ``si.proto``, message for message in proto
+order, so a reader checks it against the proto side by side; it holds declarations only (the
+names are in :mod:`.vocabulary`, the construction helpers in :mod:`.construction`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields
-from enum import IntEnum, unique
+from enum import Enum, IntEnum, unique
 from types import MappingProxyType
 from typing import Final, TypeVar
 
@@ -42,7 +46,9 @@ __all__ = [
     # enums
     "ContainerSchedulingState",
     "NodeAction",
+    "SchedulingReason",
     "TerminationType",
+    "ApplicationState",
     # registration and configuration
     "RegisterResourceManagerRequest",
     "RegisterResourceManagerResponse",
@@ -111,63 +117,64 @@ __all__ = [
     "APP_TAG_NAMESPACE_RESOURCE_QUOTA",
     "APP_TAG_STATE_AWARE_DISABLE",
     "NODE_READY_ATTRIBUTE",
+    "ROLE_TAG",
+    "HISTORY_KEY_TAG",
     # tag helpers
     "foreign_type",
     "is_app_creation_forced",
     "required_node",
 ]
 
-# -- constants (SI lib/go/common/constants.go) ---------------------------------------------------
-
-# Node attributes. NODE_PARTITION selects the partition (empty or missing: "default");
-# INSTANCE_TYPE keys the resource-history buckets (missing: "UNKNOWN").
-ARCH: Final = "si/arch"
-HOST_NAME: Final = "si/hostname"
-RACK_NAME: Final = "si/rackname"
-OS: Final = "si/os"
-INSTANCE_TYPE: Final = "si/instance-type"
-FAILURE_DOMAIN_ZONE: Final = "si/zone"
-FAILURE_DOMAIN_REGION: Final = "si/region"
-LOCAL_IMAGES: Final = "si/local-images"
-NODE_PARTITION: Final = "si/node-partition"
-
-# Allocation attributes.
-APPLICATION_ID: Final = "si/application-id"
-CONTAINER_IMAGE: Final = "si/container-image"
-CONTAINER_PORTS: Final = "si/container-ports"
-
-# Allocation tags: keys are "<domain>[<group>]<key>", e.g. "kubernetes.io/meta/namespace".
-DOMAIN_K8S: Final = "kubernetes.io/"
-DOMAIN_YUNIKORN: Final = "yunikorn.apache.org/"
-GROUP_META: Final = "meta/"
-GROUP_LABEL: Final = "label/"
-GROUP_ANNOTATION: Final = "annotation/"
-KEY_POD_NAME: Final = "podName"
-KEY_NAMESPACE: Final = "namespace"
-KEY_REQUIRED_NODE: Final = "requiredNode"
-# The core reads the required node from the domain-qualified key (GetRequiredNodeFromTag).
-TAG_REQUIRED_NODE: Final = DOMAIN_YUNIKORN + KEY_REQUIRED_NODE
-# Unix seconds at which the ask was created; sets the ask's createTime (else: now). The tag is
-# used bare on allocations; YuniKorn reads DOMAIN_YUNIKORN + CREATION_TIME on application tags.
-CREATION_TIME: Final = "creationTime"
-# Marks an allocation of a pod the RM placed without YuniKorn (it occupies node resources but
-# belongs to no application). "static" ones (e.g. K8s static pods) can never be preempted.
-FOREIGN: Final = "foreign"
-ALLOC_TYPE_DEFAULT: Final = "default"
-ALLOC_TYPE_STATIC: Final = "static"
-
-# "true" on an ask: the RM ranks the nodes it may go on (its preferred terms: Kubernetes'
-# preferred affinity, ScheduleAnyway spreading), through the optional ``score_nodes`` callback.
-TAG_SCORE_NODES: Final = "pyscheduler.io/score-nodes"
-
-# Application tags and miscellaneous values shared by core and shim.
-APP_TAG_NAMESPACE_RESOURCE_QUOTA: Final = "namespace.resourcequota"
-APP_TAG_NAMESPACE_RESOURCE_GUARANTEED: Final = "namespace.resourceguaranteed"
-APP_TAG_STATE_AWARE_DISABLE: Final = "application.stateaware.disable"
-# "true" (only that exact value) places an app that no rule places in the recovery queue.
-APP_TAG_CREATE_FORCE: Final = "application.create.force"
-# Retired by the core (readiness is the shim's business); kept so old RMs' attributes parse.
-NODE_READY_ATTRIBUTE: Final = "ready"
+from pyscheduler.si.construction import (
+    EMPTY_MAP,
+    as_map,
+    as_optional_resource,
+    as_resource,
+    as_tuple,
+    empty_map,
+    negative_reason,
+    set_frozen,
+    slot_setters,
+    through_slots,
+)
+from pyscheduler.si.vocabulary import (  # noqa: F401  (re-exported: the SI is one namespace)
+    ARCH,
+    HOST_NAME,
+    RACK_NAME,
+    OS,
+    INSTANCE_TYPE,
+    FAILURE_DOMAIN_ZONE,
+    FAILURE_DOMAIN_REGION,
+    LOCAL_IMAGES,
+    NODE_PARTITION,
+    APPLICATION_ID,
+    CONTAINER_IMAGE,
+    CONTAINER_PORTS,
+    DOMAIN_K8S,
+    DOMAIN_YUNIKORN,
+    GROUP_META,
+    GROUP_LABEL,
+    GROUP_ANNOTATION,
+    KEY_POD_NAME,
+    KEY_NAMESPACE,
+    KEY_REQUIRED_NODE,
+    TAG_REQUIRED_NODE,
+    CREATION_TIME,
+    FOREIGN,
+    ALLOC_TYPE_DEFAULT,
+    ALLOC_TYPE_STATIC,
+    TAG_SCORE_NODES,
+    APP_TAG_NAMESPACE_RESOURCE_QUOTA,
+    APP_TAG_NAMESPACE_RESOURCE_GUARANTEED,
+    APP_TAG_STATE_AWARE_DISABLE,
+    APP_TAG_CREATE_FORCE,
+    NODE_READY_ATTRIBUTE,
+    ROLE_TAG,
+    HISTORY_KEY_TAG,
+    required_node,
+    foreign_type,
+    is_app_creation_forced,
+)
 
 _INT32_MIN: Final = -(1 << 31)
 _INT32_MAX: Final = (1 << 31) - 1
@@ -219,87 +226,54 @@ class ContainerSchedulingState(IntEnum):
     FAILED = 4  # every candidate node was tried and none fits
 
 
-# -- coercion helpers ------------------------------------------------------------------------------
+@unique
+class ApplicationState(str, Enum):
+    """An application's state as the core reports it (``UpdatedApplication.state``: YuniKorn's
+    names, sent as the member's value). The core's state machine
+    (:mod:`pyscheduler.objects.application_state`) uses these members; an RM parses the text
+    once at its boundary and compares members from then on."""
 
-_EMPTY_MAP: Mapping[str, str] = MappingProxyType({})
+    NEW = "New"
+    ACCEPTED = "Accepted"
+    RUNNING = "Running"
+    REJECTED = "Rejected"
+    COMPLETING = "Completing"
+    COMPLETED = "Completed"
+    FAILING = "Failing"
+    FAILED = "Failed"
+    EXPIRED = "Expired"
+    RESUMING = "Resuming"
 
-
-def _empty_map() -> Mapping[str, str]:
-    """Default factory: the shared, read-only empty map (a mappingproxy cannot be a plain default)."""
-    return _EMPTY_MAP
-
-
-_new_object = object.__new__
-_M = TypeVar("_M")
-
-
-def _slot_setters(cls: type) -> tuple[Callable[[object, object], None], ...]:
-    """A slotted message class's field setters, in field order (:func:`_through_slots`)."""
-    return tuple(getattr(cls, f.name).__set__ for f in fields(cls))
-
-
-def _through_slots(cls: type[_M], setters: tuple[Callable[[object, object], None], ...], values: tuple[object, ...]) -> _M:
-    """A frozen message of the core's own making (one per allocation), from every field's value
-    in its final form: set through the slots, without the dataclass ``__init__``'s
-    ``object.__setattr__`` per field and ``__post_init__`` (three to four times faster).
-    ``strict``: a field added to the class and not given here fails at once."""
-    message = _new_object(cls)
-    for set_field, value in zip(setters, values, strict=True):
-        set_field(message, value)
-    return message
+    @classmethod
+    def parse(cls, name: str) -> ApplicationState | None:
+        """The member named ``name``; None for a state this SI does not know (a newer core)."""
+        try:
+            return cls(name)
+        except ValueError:
+            return None
 
 
-def _set(obj: object, name: str, value: object) -> None:
-    # frozen=True forbids normal assignment; object.__setattr__ is the documented way to
-    # normalise a field during construction.
-    object.__setattr__(obj, name, value)
+@unique
+class SchedulingReason(IntEnum):
+    """Why the core skipped or failed an ask (a pyscheduler extension of YuniKorn's
+    ``UpdateContainerSchedulingStateRequest``, whose ``reason`` is prose only).
 
-
-def _as_tuple(value: Iterable[object]) -> tuple[object, ...]:
-    return value if type(value) is tuple else tuple(value)
-
-
-def _as_map(value: Mapping[str, str]) -> Mapping[str, str]:
-    # Always copy: a proxy over the caller's dict would change when the caller's dict does.
-    if value is _EMPTY_MAP or not value:
-        return _EMPTY_MAP
-    return MappingProxyType(dict(value))
-
-
-def _as_resource(value: Mapping[str, int]) -> Resource:
-    return value if isinstance(value, Resource) else Resource(value)
-
-
-def _as_optional_resource(value: Mapping[str, int] | None) -> Resource | None:
-    return None if value is None else _as_resource(value)
-
-
-def _negative_reason(what: str, resource: Resource | None) -> str | None:
-    if resource is not None and resource.has_negative():
-        negative = ", ".join(f"{k}={v}" for k, v in sorted(resource.items()) if v < 0)
-        return f"{what} has negative quantities ({negative})"
-    return None
-
-
-# -- tag helpers -----------------------------------------------------------------------------------
-
-
-def required_node(tags: Mapping[str, str]) -> str:
-    """The node an allocation must run on (:data:`TAG_REQUIRED_NODE`), or ``""`` if none."""
-    return tags.get(TAG_REQUIRED_NODE, "")
-
-
-def foreign_type(tags: Mapping[str, str]) -> str:
-    """The :data:`FOREIGN` tag's value (``"default"`` / ``"static"``), or ``""`` for a YuniKorn allocation."""
-    return tags.get(FOREIGN, "")
-
-
-def is_app_creation_forced(tags: Mapping[str, str]) -> bool:
-    """True when an application's tags force its creation (:data:`APP_TAG_CREATE_FORCE` is ``"true"``).
-
-    Any other value, including ``"True"`` or garbage, is not forced, as in YuniKorn.
+    An RM acts on this code, never on the ``reason`` text (which is for people and may change).
+    The SKIPPED codes say the ask waits for quota, not for nodes; the FAILED codes say nodes
+    were tried and none could take the ask.
     """
-    return tags.get(APP_TAG_CREATE_FORCE, "") == "true"
+
+    UNKNOWN = 0
+    # SKIPPED: the ask does not fit in its queue's (or a parent's) max headroom.
+    QUEUE_QUOTA = 1
+    # SKIPPED: the ask exceeds its user's or group's limit.
+    USER_QUOTA = 2
+    # FAILED: no node has room for the ask.
+    NO_NODE_FITS = 3
+    # FAILED: nodes had room, but the RM's predicates refused every one of them.
+    PREDICATES = 4
+    # FAILED: the ask's required node (TAG_REQUIRED_NODE) refuses it.
+    REQUIRED_NODE = 5
 
 
 # -- registration and configuration ----------------------------------------------------------------
@@ -316,15 +290,15 @@ class RegisterResourceManagerRequest:
     rm_id: str = ""
     version: str = ""
     policy_group: str = ""
-    build_info: Mapping[str, str] = field(default_factory=_empty_map, hash=False)
+    build_info: Mapping[str, str] = field(default_factory=empty_map, hash=False)
     # The serialised queues.yaml for this policy group.
     config: str = ""
     # Settings not tied to the policy group (e.g. log levels, event tracking).
-    extra_config: Mapping[str, str] = field(default_factory=_empty_map, hash=False)
+    extra_config: Mapping[str, str] = field(default_factory=empty_map, hash=False)
 
     def __post_init__(self) -> None:
-        _set(self, "build_info", _as_map(self.build_info))
-        _set(self, "extra_config", _as_map(self.extra_config))
+        set_frozen(self, "build_info", as_map(self.build_info))
+        set_frozen(self, "extra_config", as_map(self.extra_config))
 
     def validate(self) -> str | None:
         """``None`` when well formed, else why not."""
@@ -343,10 +317,10 @@ class UpdateConfigurationRequest:
     rm_id: str = ""
     policy_group: str = ""
     config: str = ""
-    extra_config: Mapping[str, str] = field(default_factory=_empty_map, hash=False)
+    extra_config: Mapping[str, str] = field(default_factory=empty_map, hash=False)
 
     def __post_init__(self) -> None:
-        _set(self, "extra_config", _as_map(self.extra_config))
+        set_frozen(self, "extra_config", as_map(self.extra_config))
 
     def validate(self) -> str | None:
         """``None`` when well formed, else why not."""
@@ -381,7 +355,7 @@ class Allocation:
 
     # The key the RM and the core share for this ask/allocation (the pod UID in K8s).
     allocation_key: str = ""
-    allocation_tags: Mapping[str, str] = field(default_factory=_empty_map, hash=False)
+    allocation_tags: Mapping[str, str] = field(default_factory=empty_map, hash=False)
     resource_per_alloc: Resource = NO_RESOURCE
     # int32 in the SI; higher is more important; negative values are valid.
     priority: int = 0
@@ -395,8 +369,8 @@ class Allocation:
     preemption_policy: PreemptionPolicy | None = None
 
     def __post_init__(self) -> None:
-        _set(self, "allocation_tags", _as_map(self.allocation_tags))
-        _set(self, "resource_per_alloc", _as_resource(self.resource_per_alloc))
+        set_frozen(self, "allocation_tags", as_map(self.allocation_tags))
+        set_frozen(self, "resource_per_alloc", as_resource(self.resource_per_alloc))
 
     @classmethod
     def placed(cls, allocation_key: str, allocation_tags: Mapping[str, str], resource_per_alloc: Resource,
@@ -406,8 +380,8 @@ class Allocation:
         constructor's, built three to four times faster. A frozen dataclass's ``__init__`` sets
         every field through ``object.__setattr__`` and then normalises two in ``__post_init__``;
         here the fields are set through their slots once, already normalised."""
-        return _through_slots(cls, _ALLOCATION_SLOTS, (
-            allocation_key, _as_map(allocation_tags), resource_per_alloc, priority, node_id, application_id,
+        return through_slots(cls, _ALLOCATION_SLOTS, (
+            allocation_key, as_map(allocation_tags), resource_per_alloc, priority, node_id, application_id,
             partition_name, task_group_name, placeholder, False, None,
         ))
 
@@ -429,7 +403,7 @@ class Allocation:
             return f"priority {self.priority} is outside the int32 range"
         if self.placeholder and not self.task_group_name:
             return "placeholder allocation without a task group name"
-        reason = _negative_reason("resource", self.resource_per_alloc)
+        reason = negative_reason("resource", self.resource_per_alloc)
         if reason:
             return reason
         if self.is_foreign:
@@ -447,7 +421,7 @@ class Allocation:
         return None
 
 
-_ALLOCATION_SLOTS: Final = _slot_setters(Allocation)
+_ALLOCATION_SLOTS: Final = slot_setters(Allocation)
 
 
 @dataclass(frozen=True, slots=True)
@@ -467,14 +441,22 @@ class AllocationRelease:
     message: str = ""
     allocation_key: str = ""
     failed: bool = False
+    # pyscheduler extensions: the ask that preempted this allocation, set by the core on a
+    # PREEMPTED_BY_SCHEDULER release (empty otherwise), so the RM can name the preemptor
+    # without reading it from ``message``. An RM's own release leaves them empty.
+    preemptor_application_id: str = ""
+    preemptor_allocation_key: str = ""
 
     def __post_init__(self) -> None:
-        _set(self, "termination_type", TerminationType(self.termination_type))
+        set_frozen(self, "termination_type", TerminationType(self.termination_type))
 
     def validate(self) -> str | None:
         """``None`` when well formed, else why not."""
         if not self.application_id and not self.allocation_key:
             return "release names neither an application ID nor an allocation key"
+        if (self.preemptor_allocation_key or self.preemptor_application_id) and (
+                self.termination_type is not TerminationType.PREEMPTED_BY_SCHEDULER):
+            return "a preemptor is named on a release that is not PREEMPTED_BY_SCHEDULER"
         return None
 
 
@@ -485,7 +467,7 @@ class AllocationReleasesRequest:
     allocations_to_release: tuple[AllocationRelease, ...] = ()
 
     def __post_init__(self) -> None:
-        _set(self, "allocations_to_release", _as_tuple(self.allocations_to_release))
+        set_frozen(self, "allocations_to_release", as_tuple(self.allocations_to_release))
 
 
 @dataclass(frozen=True, slots=True)
@@ -497,7 +479,7 @@ class AllocationRequest:
     rm_id: str = ""
 
     def __post_init__(self) -> None:
-        _set(self, "allocations", _as_tuple(self.allocations))
+        set_frozen(self, "allocations", as_tuple(self.allocations))
 
     def validate(self) -> str | None:
         """The envelope only (the RM ID). Items are validated one by one (``Allocation.validate``,
@@ -523,17 +505,17 @@ class AllocationResponse:
     rejected_allocations: tuple[RejectedAllocation, ...] = ()
 
     def __post_init__(self) -> None:
-        _set(self, "new", _as_tuple(self.new))
-        _set(self, "released", _as_tuple(self.released))
-        _set(self, "rejected_allocations", _as_tuple(self.rejected_allocations))
+        set_frozen(self, "new", as_tuple(self.new))
+        set_frozen(self, "released", as_tuple(self.released))
+        set_frozen(self, "rejected_allocations", as_tuple(self.rejected_allocations))
 
     @classmethod
     def of_new(cls, new: tuple[Allocation, ...]) -> AllocationResponse:
-        """The core's response with new allocations only (see :func:`_through_slots`)."""
-        return _through_slots(cls, _RESPONSE_SLOTS, (new, (), ()))
+        """The core's response with new allocations only (see :func:`through_slots`)."""
+        return through_slots(cls, _RESPONSE_SLOTS, (new, (), ()))
 
 
-_RESPONSE_SLOTS: Final = _slot_setters(AllocationResponse)
+_RESPONSE_SLOTS: Final = slot_setters(AllocationResponse)
 
 
 # -- applications ----------------------------------------------------------------------------------
@@ -547,7 +529,7 @@ class UserGroupInformation:
     groups: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _set(self, "groups", _as_tuple(self.groups))
+        set_frozen(self, "groups", as_tuple(self.groups))
 
 
 @dataclass(frozen=True, slots=True)
@@ -558,7 +540,7 @@ class AddApplicationRequest:
     queue_name: str = ""
     partition_name: str = ""
     ugi: UserGroupInformation | None = None
-    tags: Mapping[str, str] = field(default_factory=_empty_map, hash=False)
+    tags: Mapping[str, str] = field(default_factory=empty_map, hash=False)
     # How long the app may run; 0 or negative: never expires.
     execution_timeout_milli_seconds: int = 0
     # The total resource the gang placeholders will ask for.
@@ -567,8 +549,8 @@ class AddApplicationRequest:
     gang_scheduling_style: str = ""
 
     def __post_init__(self) -> None:
-        _set(self, "tags", _as_map(self.tags))
-        _set(self, "placeholder_ask", _as_optional_resource(self.placeholder_ask))
+        set_frozen(self, "tags", as_map(self.tags))
+        set_frozen(self, "placeholder_ask", as_optional_resource(self.placeholder_ask))
 
     def validate(self) -> str | None:
         """``None`` when well formed, else why not (YuniKorn cannot resolve an empty user)."""
@@ -576,7 +558,7 @@ class AddApplicationRequest:
             return "application ID is empty"
         if self.ugi is None or not self.ugi.user:
             return "application has no user (ugi.user is empty)"
-        return _negative_reason("placeholder ask", self.placeholder_ask)
+        return negative_reason("placeholder ask", self.placeholder_ask)
 
 
 @dataclass(frozen=True, slots=True)
@@ -600,8 +582,8 @@ class ApplicationRequest:
     rm_id: str = ""
 
     def __post_init__(self) -> None:
-        _set(self, "new", _as_tuple(self.new))
-        _set(self, "remove", _as_tuple(self.remove))
+        set_frozen(self, "new", as_tuple(self.new))
+        set_frozen(self, "remove", as_tuple(self.remove))
 
     def validate(self) -> str | None:
         """The envelope only (the RM ID); each application is validated on its own."""
@@ -639,9 +621,9 @@ class ApplicationResponse:
     updated: tuple[UpdatedApplication, ...] = ()
 
     def __post_init__(self) -> None:
-        _set(self, "rejected", _as_tuple(self.rejected))
-        _set(self, "accepted", _as_tuple(self.accepted))
-        _set(self, "updated", _as_tuple(self.updated))
+        set_frozen(self, "rejected", as_tuple(self.rejected))
+        set_frozen(self, "accepted", as_tuple(self.accepted))
+        set_frozen(self, "updated", as_tuple(self.updated))
 
 
 # -- nodes -----------------------------------------------------------------------------------------
@@ -660,7 +642,7 @@ class NodeInfo:
     action: NodeAction = NodeAction.UNKNOWN_ACTION_FROM_RM
     # Replace the previously reported attributes (HOST_NAME, RACK_NAME, NODE_PARTITION, ...).
     # On UPDATE, empty means "attributes unchanged"; the partition attribute cannot change.
-    attributes: Mapping[str, str] = field(default_factory=_empty_map, hash=False)
+    attributes: Mapping[str, str] = field(default_factory=empty_map, hash=False)
     schedulable_resource: Resource | None = None
     # pyscheduler extensions, set by the node reporter manager (pyscheduler.reporter) on UPDATE:
     # the node's reported attributes, a layer under the RM's (the RM's win a shared key), and
@@ -670,12 +652,12 @@ class NodeInfo:
     reported_occupied: Resource | None = None
 
     def __post_init__(self) -> None:
-        _set(self, "action", NodeAction(self.action))
-        _set(self, "attributes", _as_map(self.attributes))
-        _set(self, "schedulable_resource", _as_optional_resource(self.schedulable_resource))
+        set_frozen(self, "action", NodeAction(self.action))
+        set_frozen(self, "attributes", as_map(self.attributes))
+        set_frozen(self, "schedulable_resource", as_optional_resource(self.schedulable_resource))
         if self.reported_attributes is not None:
-            _set(self, "reported_attributes", _as_map(self.reported_attributes))
-        _set(self, "reported_occupied", _as_optional_resource(self.reported_occupied))
+            set_frozen(self, "reported_attributes", as_map(self.reported_attributes))
+        set_frozen(self, "reported_occupied", as_optional_resource(self.reported_occupied))
 
     def validate(self) -> str | None:
         """``None`` when well formed, else why not."""
@@ -683,7 +665,7 @@ class NodeInfo:
             return "node ID is empty"
         if self.action is NodeAction.UNKNOWN_ACTION_FROM_RM:
             return "node action is not set (UNKNOWN_ACTION_FROM_RM)"
-        return _negative_reason("schedulable resource", self.schedulable_resource) or _negative_reason(
+        return negative_reason("schedulable resource", self.schedulable_resource) or negative_reason(
             "reported occupied resource", self.reported_occupied)
 
 
@@ -695,7 +677,7 @@ class NodeRequest:
     rm_id: str = ""
 
     def __post_init__(self) -> None:
-        _set(self, "nodes", _as_tuple(self.nodes))
+        set_frozen(self, "nodes", as_tuple(self.nodes))
 
     def validate(self) -> str | None:
         """The envelope only (the RM ID); each node is validated on its own."""
@@ -721,8 +703,8 @@ class NodeResponse:
     accepted: tuple[AcceptedNode, ...] = ()
 
     def __post_init__(self) -> None:
-        _set(self, "rejected", _as_tuple(self.rejected))
-        _set(self, "accepted", _as_tuple(self.accepted))
+        set_frozen(self, "rejected", as_tuple(self.rejected))
+        set_frozen(self, "accepted", as_tuple(self.accepted))
 
 
 # -- plugin messages -------------------------------------------------------------------------------
@@ -749,7 +731,7 @@ class ScoreNodesArgs:
     node_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        _set(self, "node_ids", _as_tuple(self.node_ids))
+        set_frozen(self, "node_ids", as_tuple(self.node_ids))
 
 
 @dataclass(frozen=True, slots=True)
@@ -763,7 +745,7 @@ class PreemptionPredicatesArgs:
     start_index: int = 0
 
     def __post_init__(self) -> None:
-        _set(self, "preempt_allocation_keys", _as_tuple(self.preempt_allocation_keys))
+        set_frozen(self, "preempt_allocation_keys", as_tuple(self.preempt_allocation_keys))
 
 
 @dataclass(frozen=True, slots=True)
@@ -776,12 +758,27 @@ class PreemptionPredicatesResponse:
 
 @dataclass(frozen=True, slots=True)
 class UpdateContainerSchedulingStateRequest:
-    """Callback ``update_container_scheduling_state``: what the core did with an ask this cycle."""
+    """Callback ``update_container_scheduling_state``: what the core did with an ask this cycle.
+
+    ``reason`` is the human message (the same text as the ask's request event); ``code`` (a
+    pyscheduler extension) is what an RM acts on: SKIPPED comes with QUEUE_QUOTA or
+    USER_QUOTA, FAILED with NO_NODE_FITS, PREDICATES or REQUIRED_NODE.
+    """
 
     application_id: str = ""
     allocation_key: str = ""
     state: ContainerSchedulingState = ContainerSchedulingState.UNKNOWN_SCHEDULING_STATE
     reason: str = ""
+    code: SchedulingReason = SchedulingReason.UNKNOWN
 
     def __post_init__(self) -> None:
-        _set(self, "state", ContainerSchedulingState(self.state))
+        set_frozen(self, "state", ContainerSchedulingState(self.state))
+        set_frozen(self, "code", SchedulingReason(self.code))
+
+    def validate(self) -> str | None:
+        """``None`` when well formed, else why not."""
+        if not self.allocation_key:
+            return "allocation key is empty"
+        if self.state is ContainerSchedulingState.UNKNOWN_SCHEDULING_STATE:
+            return "scheduling state is not set (UNKNOWN_SCHEDULING_STATE)"
+        return None

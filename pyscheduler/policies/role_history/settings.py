@@ -34,6 +34,7 @@ from enum import Enum
 from typing import Final
 
 from pyscheduler.common.goduration import parse_seconds
+from pyscheduler.si.vocabulary import HISTORY_KEY_TAG, ROLE_TAG
 
 __all__ = [
     "DEFAULT_FAILURE_THRESHOLD",
@@ -49,8 +50,6 @@ __all__ = [
     "role_settings",
 ]
 
-ROLE_TAG: Final = "pyscheduler.io/role"
-HISTORY_KEY_TAG: Final = "pyscheduler.io/role-history-key"
 TAG_PREFIX: Final = "pyscheduler.io/role-history."
 PROPERTY_PREFIX: Final = "role-history."
 DEFAULT_PLACEMENT_TIMEOUT: Final = 30.0

@@ -2,7 +2,9 @@
 preempting allocations of queues above theirs (YuniKorn's ``objects/preemption.go``, the
 guaranteed branch; ``shared/spec/yunikorn/preemption.md`` §1.2).
 
-One attempt (:meth:`GuaranteedPreemptor.try_preemption`), all under the partition's lock:
+One attempt (:meth:`GuaranteedPreemptor.try_preemption`, which returns a
+:class:`~.preemptor.PreemptionOutcome`; the policy around it is
+:class:`.policies.GuaranteedPreemption`), all under the partition's lock:
 
 1. **Queue check**: on copies of the queue snapshots (:mod:`.victims`), the ask is added to its
    queue and victims are removed one by one; unless the ask's queue then gets within its
@@ -57,17 +59,24 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from pyscheduler._native import PlanQueues
 from pyscheduler.common.resources import Resource
 from pyscheduler.scheduler.preemption.snapshot import (
     Quantities,
     QueueSnapshot,
+    add_into,
     ask_queue_under_guaranteed,
     covers,
     victim_queue_over_guaranteed,
 )
 from pyscheduler.scheduler.preemption.memo import PreemptionMemo
-from pyscheduler.scheduler.preemption.typed import TypedPlan, TypedQueue, TypedQueues, common_ancestor
+from pyscheduler.scheduler.preemption.node_plan import plan_node
+from pyscheduler.scheduler.preemption.preemptor import (
+    DOES_NOT_HELP,
+    PreemptionOutcome,
+    PreemptionPlan,
+    PreemptionReason,
+)
+from pyscheduler.scheduler.preemption.typed import TypedQueue, TypedQueues
 from pyscheduler.scheduler.preemption.victims import EligibleLeaf, Victims
 from pyscheduler.si.callback import PredicatesFunc, PreemptionPredicatesFunc, check_predicates
 from pyscheduler.si.messages import PredicatesArgs, PreemptionPredicatesArgs
@@ -81,13 +90,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ATTEMPT_INTERVAL_NS",
+    "GUARANTEES_CHECK_FAILED",
     "GuaranteedPreemptor",
     "PREEMPTION_DOES_NOT_HELP",
     "PREEMPTION_GUARANTEES_CHECK_FAILED",
     "PREEMPTION_MAX_ATTEMPTS_EXHAUSTED",
     "PREEMPTION_PRECONDITIONS_FAILED",
     "PREEMPTION_SHORTFALL",
-    "PreemptionPlan",
+    "SHORTFALL",
     "check_preconditions",
     "claimed_by_preemptors",
 ]
@@ -107,6 +117,10 @@ PREEMPTION_SHORTFALL: Final = "Preemption helped but short of resources"
 PREEMPTION_DOES_NOT_HELP: Final = "Preemption does not help"
 #: The leaf visit's 10 attempts are used up (the spec's "max attempts exhausted").
 PREEMPTION_MAX_ATTEMPTS_EXHAUSTED: Final = "Preemption max attempts exhausted"
+#: The attempt's fixed outcomes (with their allocation log entries), made once.
+GUARANTEES_CHECK_FAILED: Final = PreemptionOutcome(
+    None, PreemptionReason.GUARANTEES_CHECK_FAILED, PREEMPTION_GUARANTEES_CHECK_FAILED)
+SHORTFALL: Final = PreemptionOutcome(None, PreemptionReason.SHORTFALL, PREEMPTION_SHORTFALL)
 
 
 def check_preconditions(ask: Allocation, delay_ns: int, now_ns: int) -> bool:
@@ -146,21 +160,13 @@ def claimed_by_preemptors(leaf: Queue, reservations: Iterable[Reservation],
         queue = app.queue
         while queue is not None:
             if queue.path in on_path:
-                _add_into(claimed.setdefault(queue.path, {}), amounts)
+                add_into(claimed.setdefault(queue.path, {}), amounts)
             queue = queue.parent
     return claimed
 
 
 def _score(victim: Allocation) -> int:
     return (SCORE_ORIGINATOR if victim.originator else 0) | (0 if victim.allow_preempt_self else SCORE_NO_PREEMPT)
-
-
-@dataclass(frozen=True)
-class PreemptionPlan:
-    """What an attempt decided: the node to reserve for the ask and the victims to release."""
-
-    node_id: str
-    victims: tuple[Allocation, ...]
 
 
 @dataclass
@@ -206,23 +212,25 @@ class GuaranteedPreemptor:
         self._leaf_of: dict[str, Queue] = {}
         #: The snapshots on the ask's types, for the per-node plans (made when first needed).
         self._typed: TypedQueues | None = None
-        #: A victim queue -> its lowest common ancestor with the ask's queue (typed).
+        #: A victim queue -> its lowest common ancestor with the ask's queue (typed; the
+        #: pure-Python node plan's shortcut, see :mod:`.node_plan`).
         self._common_ancestors: dict[TypedQueue, TypedQueue | None] = {}
         #: Free room of the nodes planned so far.
         self.available: dict[str, Resource] = {}
 
     # -- the attempt -------------------------------------------------------------------------
 
-    def try_preemption(self) -> PreemptionPlan | str:
-        """The plan, or why there is none (an allocation log reason, or "" when no node works)."""
+    def try_preemption(self) -> PreemptionOutcome:
+        """The plan, or why there is none (with its allocation log entry; none when no node
+        works: DOES_NOT_HELP)."""
         if not self._queue_check():
-            return PREEMPTION_GUARANTEES_CHECK_FAILED
+            return GUARANTEES_CHECK_FAILED
         chosen = self._try_nodes()
         if chosen is None:
-            return ""
+            return DOES_NOT_HELP
         node_id, victims = chosen
         if self._short_of_guarantee(victims):
-            return ""  # no additional victims can bring the ask's queue within its guarantee
+            return DOES_NOT_HELP  # no additional victims can bring the ask's queue within its guarantee
         ask = self.ask.resource
         fits_already = ask.fits_in(self.available[node_id])
         final, total = _trim(ask, victims, node_id, fits_already)
@@ -230,11 +238,11 @@ class GuaranteedPreemptor:
             # The node's own victims do not cover the ask: YuniKorn's additional victims count.
             extra, _ = self._additional_victims(victims)
             if not victims and not extra:
-                return ""
+                return DOES_NOT_HELP
             final, total = _trim(ask, victims + extra, node_id, fits_already)
         if not covers(total, ask):
-            return PREEMPTION_SHORTFALL
-        return PreemptionPlan(node_id, tuple(final))
+            return SHORTFALL
+        return PreemptionOutcome.planned(PreemptionPlan(node_id, tuple(final)))
 
     def _queue_check(self) -> bool:
         copies = _LazyCopies(self.snapshots, self.victims.snapshot)
@@ -280,111 +288,20 @@ class GuaranteedPreemptor:
             return None
         return self._plan_node(available, candidates)
 
-    def _plan_node(self, available: Resource, candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
-        """The two passes of :meth:`_victims_on_node` over a node's candidates."""
-        ask = self.ask.resource
-        wanted = ask.view()
+    def _typed_queues(self) -> TypedQueues:
+        """The queues on the ask's types, from the memo (made when first needed)."""
         typed = self._typed
         if typed is None:
-            typed = self._typed = self._memo.typed_queues(self.leaf, list(wanted), self.claimed)
-        if typed.native is not None:
-            return self._plan_node_native(typed.native, typed, available, candidates)
-        types = typed.types
-        ask_queue = typed.get(self.leaf)
-        leaf_of = self._leaf_of
-        ancestors = self._common_ancestors
-        plan = TypedPlan()
-        over_if_moved: dict[tuple[TypedQueue | None, tuple[int, ...]], bool] = {}
-        current = available.to_dict()
-        head: list[Allocation] = []
-        tail: list[Allocation] = []
-        for victim in candidates:
-            leaf = leaf_of.get(victim.allocation_key)
-            if leaf is None:
-                continue
-            queue = typed.get(leaf)
-            if not plan.victim_queue_over(queue):
-                continue
-            freed = victim.resource.view()
-            amounts = tuple([freed.get(t, 0) for t in types])
-            if queue in ancestors:
-                common = ancestors[queue]
-            else:
-                common = ancestors[queue] = common_ancestor(queue, ask_queue)
-            key = (common, amounts)
-            over = over_if_moved.get(key)
-            if over is None:
-                plan.move(ask_queue, amounts, 1, common)
-                over = over_if_moved[key] = plan.ask_queue_over(ask_queue)
-                plan.move(ask_queue, amounts, -1, common)
-            if over:
-                break
-            if _reduces_shortfall(wanted, current, freed):
-                plan.move(queue, amounts, -1, common)
-                plan.move(ask_queue, amounts, 1, common)
-                over_if_moved.clear()
-                _add_into(current, freed)
-                head.append(victim)
-            else:
-                tail.append(victim)
-        ordered = head + tail
-        if not ordered:
-            return None
-        plan = TypedPlan()
-        current = available.to_dict()
-        results: list[Allocation] = []
-        index = -1
-        for victim in ordered:
-            leaf = leaf_of.get(victim.allocation_key)
-            if leaf is None:
-                continue
-            queue = typed.get(leaf)
-            if plan.victim_queue_over(queue):
-                freed = victim.resource.view()
-                plan.move(queue, [freed.get(t, 0) for t in types], -1)
-                _add_into(current, freed)
-                if index < 0 and ask.fits_in(current):
-                    index = len(results)
-                results.append(victim)
-        if index < 0:
-            return None
-        return index, results
+            typed = self._typed = self._memo.typed_queues(self.leaf, list(self.ask.resource.view()), self.claimed)
+        return typed
 
-    def _plan_node_native(self, native: PlanQueues, typed: TypedQueues, available: Resource,
-                          candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
-        """:meth:`_plan_node` in one native call (``rust/core/src/plan.rs``)."""
-        wanted = self.ask.resource.view()
-        room = available.view()
-        types = typed.types
-        # The node's types: the ask's, the room's and the victims' (see plan.rs).
-        node_types = list(wanted)
-        node_types.extend(t for t in room if t not in wanted)
-        ask_index = typed.get(self.leaf).index
-        leaf_of = self._leaf_of
-        kept: list[Allocation] = []
-        queues: list[int] = []
-        amounts: list[list[int]] = []
-        freed: list[list[int]] = []
-        for victim in candidates:
-            leaf = leaf_of.get(victim.allocation_key)
-            if leaf is None:
-                continue
-            held = victim.resource.view()
-            for name in held:
-                if name not in wanted and name not in room and name not in node_types:
-                    node_types.append(name)
-            kept.append(victim)
-            queues.append(typed.get(leaf).index)
-            amounts.append([held.get(t, 0) for t in types])
-        for victim in kept:
-            held = victim.resource.view()
-            freed.append([held.get(t, 0) for t in node_types])
-        planned = native.plan(ask_index, queues, amounts, freed, [wanted.get(t, 0) for t in node_types],
-                              [room.get(t, 0) for t in node_types])
-        if planned is None:
-            return None
-        index, positions = planned
-        return index, [kept[p] for p in positions]
+    def _plan_node(self, available: Resource, candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
+        """The two passes of :meth:`_victims_on_node` over a node's candidates, on the typed
+        queues (:mod:`.node_plan`: natively, or in its pure-Python twin when the one native
+        switch, :mod:`pyscheduler.common.native`, was off as the typed queues were made). The
+        slow oracle of the tests (``pyscheduler.testing.preemption_reference``) overrides it."""
+        return plan_node(self._typed_queues(), self.leaf, self._leaf_of, self.ask.resource, available, candidates,
+                         self._common_ancestors)
 
     def _try_nodes(self) -> tuple[str, list[Allocation]] | None:
         """YuniKorn's tryNodes and checkPreemptionPredicates: the nodes' checks in (start index,
@@ -589,7 +506,7 @@ def _trim(ask: Resource, victims: list[Allocation], node_id: str, fits_already: 
             continue
         if not covers(total, wanted):
             final.append(victim)
-        _add_into(total, victim.resource.view())
+        add_into(total, victim.resource.view())
     return final, total
 
 
@@ -640,22 +557,6 @@ def _start_index_bound(ask: Resource, free: Resource, candidates: list[Allocatio
             return None
         needed = max(needed, count)
     return needed - 1
-
-
-def _reduces_shortfall(wanted: Mapping[str, int], current: Mapping[str, int], freed: Mapping[str, int]) -> bool:
-    """Whether adding ``freed`` to ``current`` changes the ask's shortfall (``wanted - current``
-    with negatives as 0, a missing type as 0): only the freed types can change it."""
-    for name, amount in freed.items():
-        if amount:
-            missing = wanted.get(name, 0) - current.get(name, 0)
-            if max(missing, 0) != max(missing - amount, 0):
-                return True
-    return False
-
-
-def _add_into(total: dict[str, int], amount: Mapping[str, int]) -> None:
-    for name, value in amount.items():
-        total[name] = total.get(name, 0) + value
 
 
 def _remove_if_over(queue: QueueSnapshot, victim: Allocation, wanted: Mapping[str, int]) -> bool:

@@ -28,6 +28,7 @@ from typing import Any, Final
 __all__ = [
     "Quantities",
     "QueueSnapshot",
+    "add_into",
     "ask_queue_under_guaranteed",
     "component_min_only_existing",
     "component_min_permissive",
@@ -79,6 +80,12 @@ def merge_if_not_present(left: Quantities, right: Quantities | None) -> Quantiti
     merged = dict(right)
     merged.update(left)
     return merged
+
+
+def add_into(total: dict[str, int], amount: Mapping[str, int]) -> None:
+    """Adds ``amount`` into ``total``, type by type (a missing type counts as 0)."""
+    for name, value in amount.items():
+        total[name] = total.get(name, 0) + value
 
 
 def not_negative(quantities: Mapping[str, int] | None) -> bool:

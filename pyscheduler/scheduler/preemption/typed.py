@@ -14,14 +14,12 @@ the plan on short lists of integers, one per type of the ask, instead of dicts o
 The shape outlives the attempt: it is kept until the tree's shape changes (:mod:`.memo`), and
 only a queue's usage is read again, when the queue's resources were replaced.
 
-**Twins.** The typed queues are mirrored in the native ``PlanQueues`` (``rust/core/src/plan.rs``),
-which plays a whole node's plan in one call; :class:`TypedPlan` is its pure-Python twin, used when
-``NATIVE_PLAN`` is off (each is the other's oracle in the tests). The native side computes in
-128-bit integers: quantities are int64 (a :class:`~pyscheduler.common.resources.Resource`
-saturates there), so no sum or difference of them can overflow it.
-
-The slow twin in ``tests/preemption_reference.py`` plans with the dict snapshots; the oracle
-test compares the two on random clusters.
+**Twins.** The typed queues are mirrored in the native ``PlanQueues`` (``rust/schedmath/src/plan.rs``), which
+plays a whole node's plan in one call (:mod:`.node_plan`), unless the process's one native
+switch (:mod:`pyscheduler.common.native`) is off when they are made: then they have no mirror
+and the node plan runs its pure-Python twin (:class:`.node_plan.TypedPlan`). The oracle tests
+run both against the slow reference of the test kit (``pyscheduler.testing.preemption_reference``,
+YuniKorn's arithmetic on the dict snapshots of every type).
 
 **Claims.** A queue on the ask's path counts as used what asks already preempting below it wait
 for (``claimed``, as the dict snapshots do: :mod:`.victims`); given per attempt, it is part of
@@ -35,14 +33,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from pyscheduler._native import PlanQueues
+from pyscheduler.common import native as native_switch
 
 if TYPE_CHECKING:
     from pyscheduler.objects.queue import Queue
 
-__all__ = ["NATIVE_PLAN", "TypedPlan", "TypedQueue", "TypedQueues", "common_ancestor"]
-
-#: Whether new typed queues are mirrored natively (tests turn it off to run the Python twin).
-NATIVE_PLAN = True
+__all__ = ["Remaining", "TypedQueue", "TypedQueues"]
 
 #: Per type of the ask: the remaining guarantee's quantity, or None where it has no such type.
 Remaining = list[int | None]
@@ -132,8 +128,9 @@ class TypedQueues:
         #: Queue path -> what is claimed on it, per type (this attempt's).
         self._claimed: dict[str, tuple[int, ...]] = {}
         self._set_claimed(claimed)
-        #: The native twin (None: the Python twin plans).
-        self.native: PlanQueues | None = PlanQueues(len(self.types)) if NATIVE_PLAN else None
+        #: The native mirror, which plans (node_plan.plan_node); None: the pure-Python twin plans
+        #: (the one native switch was off when these queues were made).
+        self.native: PlanQueues | None = PlanQueues(len(self.types)) if native_switch.enabled() else None
 
     def begin(self, claimed: Mapping[str, Mapping[str, int]] | None = None) -> None:
         """A new attempt: the queues' usage and the claims may have changed since the last one."""
@@ -160,11 +157,11 @@ class TypedQueues:
         return typed
 
     def _mirror(self, typed: TypedQueue) -> None:
-        native = self.native
-        if native is not None:
+        mirror = self.native
+        if mirror is not None:
             parent = typed.parent
-            typed.index = native.add(None if parent is None else parent.index, typed.guaranteed, typed.none, typed.merge)
-            native.set_used(typed.index, typed.used)
+            typed.index = mirror.add(None if parent is None else parent.index, typed.guaranteed, typed.none, typed.merge)
+            mirror.set_used(typed.index, typed.used)
 
     def _mirror_usage(self, typed: TypedQueue) -> None:
         if self.native is not None:
@@ -184,67 +181,3 @@ class TypedQueues:
 
 
 _attempts = itertools.count(1)
-_stamps = itertools.count(1)
-
-
-class TypedPlan:
-    """One pass of a node's plan: the queues' usage copied on first change (stamped with the
-    pass), and the two questions of the module doc."""
-
-    __slots__ = ("stamp",)
-
-    def __init__(self) -> None:
-        self.stamp = next(_stamps)
-
-    def remaining(self, queue: TypedQueue) -> Remaining | None:
-        """:meth:`.snapshot.QueueSnapshot.remaining_guaranteed` on the ask's types."""
-        if queue.none:
-            return None
-        parent = self.remaining(queue.parent) if queue.parent is not None else None
-        used = queue.current if queue.stamp == self.stamp else queue.used
-        out: Remaining = []
-        for i, limit in enumerate(queue.guaranteed):
-            above = None if parent is None else parent[i]
-            if limit is None:
-                out.append(above)
-                continue
-            own = limit - used[i]
-            out.append(own if above is None or queue.merge or own < above else above)
-        return out
-
-    def victim_queue_over(self, queue: TypedQueue) -> bool:
-        """No guarantee on its path, or below zero in a type of the ask."""
-        remaining = self.remaining(queue)
-        return remaining is None or any(v is not None and v < 0 for v in remaining)
-
-    def ask_queue_over(self, queue: TypedQueue) -> bool:
-        """Below zero in a type of the ask (never without a remaining guarantee)."""
-        remaining = self.remaining(queue)
-        return remaining is not None and any(v is not None and v < 0 for v in remaining)
-
-    def move(self, queue: TypedQueue | None, amounts: Sequence[int], sign: int, stop: TypedQueue | None = None) -> None:
-        """Adds ``sign`` x ``amounts`` to the usage of ``queue`` and its ancestors below
-        ``stop`` (None: up to the root)."""
-        stamp = self.stamp
-        while queue is not stop and queue is not None:
-            if queue.stamp != stamp:
-                queue.current = list(queue.used)
-                queue.stamp = stamp
-            current = queue.current
-            for i, amount in enumerate(amounts):
-                current[i] += sign * amount
-            queue = queue.parent
-
-
-def common_ancestor(queue: TypedQueue, other: TypedQueue) -> TypedQueue | None:
-    """The lowest queue that is ``queue`` or an ancestor of it and also ``other`` or one of
-    ``other``'s ancestors (None: they share no queue)."""
-    chain = set()
-    walk: TypedQueue | None = other
-    while walk is not None:
-        chain.add(walk)
-        walk = walk.parent
-    walk = queue
-    while walk is not None and walk not in chain:
-        walk = walk.parent
-    return walk

@@ -4,7 +4,9 @@ computed and their end state checked; and the
 eligible victims found by walking every queue and reading every allocation
 (:func:`scan_victims`). The production preemptor (pyscheduler.scheduler.preemption) looks at as
 few queues, nodes and victims as it can; these twins are its oracle
-(tests/test_preemption_oracle.py)."""
+(tests/test_preemption_oracle.py).
+
+Test kit: the product never imports it (an import-linter contract says so)."""
 
 from __future__ import annotations
 
@@ -15,23 +17,24 @@ from pyscheduler.objects.allocation import Allocation
 from pyscheduler.common.resources import Resource
 from pyscheduler.objects.queue import Queue
 from pyscheduler.scheduler.preemption.guaranteed import (
-    PREEMPTION_GUARANTEES_CHECK_FAILED,
-    PREEMPTION_SHORTFALL,
+    GUARANTEES_CHECK_FAILED,
+    SHORTFALL,
     GuaranteedPreemptor,
-    PreemptionPlan,
-    _add_into,
     _Check,
     _give_back,
     _LazyCopies,
     _over_guarantee,
-    _reduces_shortfall,
     _remove_if_over,
     _score,
     _trim,
 )
+from pyscheduler.scheduler.preemption.preemptor import DOES_NOT_HELP, PreemptionOutcome, PreemptionPlan
 from pyscheduler.scheduler.preemption.ordering import shares_a_type
-from pyscheduler.scheduler.preemption.snapshot import covers, not_negative
+from pyscheduler.scheduler.preemption.snapshot import add_into, covers, not_negative
 from pyscheduler.scheduler.preemption.victims import Victims, _snapshot_of, fence_root
+from pyscheduler.scheduler.preemption.node_plan import reduces_shortfall
+
+__all__ = ["ReferencePreemptor", "scan_victims"]
 
 
 def scan_victims(leaf: Queue, ask: Allocation, victims: Victims) -> list[tuple[str, str]]:
@@ -79,6 +82,8 @@ def scan_victims(leaf: Queue, ask: Allocation, victims: Victims) -> list[tuple[s
 
 
 class ReferencePreemptor(GuaranteedPreemptor):
+    """The guaranteed-share attempt as YuniKorn reads, on the dict snapshots (module doc)."""
+
     def _plan_node(self, available: Resource, candidates: list[Allocation]) -> tuple[int, list[Allocation]] | None:
         """YuniKorn's calculateVictimsByNode on copies of the dict snapshots (every type)."""
         ask = self.ask.resource
@@ -96,8 +101,8 @@ class ReferencePreemptor(GuaranteedPreemptor):
                 if _over_guarantee(ask_queue, wanted):
                     _give_back(victim, ask_queue, queue)
                     break
-                if _reduces_shortfall(wanted, current, freed):
-                    _add_into(current, freed)
+                if reduces_shortfall(wanted, current, freed):
+                    add_into(current, freed)
                     head.append(victim)
                 else:
                     _give_back(victim, ask_queue, queue)
@@ -112,7 +117,7 @@ class ReferencePreemptor(GuaranteedPreemptor):
         for victim in ordered:
             queue = copies.get(self.queue_of.get(victim.allocation_key, ""))
             if queue is not None and _remove_if_over(queue, victim, wanted):
-                _add_into(current, victim.resource.view())
+                add_into(current, victim.resource.view())
                 if index < 0 and ask.fits_in(current):
                     index = len(results)
                 results.append(victim)
@@ -142,21 +147,21 @@ class ReferencePreemptor(GuaranteedPreemptor):
         every.sort(key=lambda pair: (_score(pair[1]), -pair[1].create_time_ns))
         return self._take_additional(chosen, every)
 
-    def try_preemption(self) -> PreemptionPlan | str:
+    def try_preemption(self) -> PreemptionOutcome:
         if not self._queue_check():
-            return PREEMPTION_GUARANTEES_CHECK_FAILED
+            return GUARANTEES_CHECK_FAILED
         chosen = self._try_nodes()
         if chosen is None:
-            return ""
+            return DOES_NOT_HELP
         node_id, victims = chosen
         extra, within = self._additional_victims(victims)
         if not within:
-            return ""
+            return DOES_NOT_HELP
         victims = victims + extra
         if not victims:
-            return ""
+            return DOES_NOT_HELP
         ask = self.ask.resource
         final, total = _trim(ask, victims, node_id, ask.fits_in(self.available[node_id]))
         if not covers(total, ask.view()):
-            return PREEMPTION_SHORTFALL
-        return PreemptionPlan(node_id, tuple(final))
+            return SHORTFALL
+        return PreemptionOutcome.planned(PreemptionPlan(node_id, tuple(final)))

@@ -3,7 +3,12 @@
 :mod:`pyscheduler.common.resources` gives the scheduler the native class; this one is the same
 type written in Python over a dict, with the same semantics (see that module), kept as the
 reference the native class is tested against, operation by operation (tests/test_resource_native.py),
-and as the readable statement of YuniKorn's arithmetic. Nothing in the scheduler uses it.
+and as the readable statement of YuniKorn's arithmetic. It lives in the test kit because nothing
+in the product uses it (an import-linter contract: the product never imports
+:mod:`pyscheduler.testing`); the native/pure switch (:mod:`pyscheduler.common.native`) is for
+twins the product can run, which this is not.
+
+:func:`fair_share` is the oracle of the native ``Resource.fair_share`` (the fair sort's key).
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from typing import Final
 
 from pyscheduler.common.errors import ResourceError
 
-__all__ = ["NO_RESOURCE", "Resource", "component_min_undef", "transferred"]
+__all__ = ["NO_RESOURCE", "Resource", "component_min_undef", "fair_share", "transferred"]
 
 #: Saturation warnings go to the same logger as the native class's.
 log = logging.getLogger("pyscheduler.common.resources")
@@ -256,6 +261,26 @@ def component_min_undef(a: Resource | None, b: Resource | None) -> Resource | No
     for k, v in b._q.items():
         q[k] = min(q[k], v) if k in q else v
     return Resource._of(q)
+
+
+def fair_share(allocated: Mapping[str, int], guaranteed: Mapping[str, int] | None, fairmax: Mapping[str, int]) -> float:
+    """The largest share over allocated types: allocated / guaranteed, or allocated / fair max
+    for types without a guarantee; 1.0 for usage against a zero or negative denominator. The
+    pure-Python twin of the native ``Resource.fair_share`` the fair sort uses (its oracle; it
+    was ``pyscheduler.policies.sorting.fair_share``)."""
+    share = 0.0
+    for name, used in allocated.items():
+        if used <= 0:
+            continue
+        denominator = guaranteed.get(name) if guaranteed is not None else None
+        if denominator is None:
+            denominator = fairmax.get(name)
+            if denominator is None:
+                continue
+        ratio = used / denominator if denominator > 0 else 1.0
+        if ratio > share:
+            share = ratio
+    return share
 
 
 def _quantities(resource: Mapping[str, int]) -> Mapping[str, int]:
