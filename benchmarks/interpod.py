@@ -205,9 +205,9 @@ def build_shim(nodes: Sequence[Mapping[str, Any]], pods: Sequence[Mapping[str, A
     """A shim fed through its watch handlers (the node and pod events a start would list)."""
     shim = KubeShim(_RecordingProxy(), _NoApi(), "")  # type: ignore[arg-type]
     for node in nodes:
-        shim._on_node("ADDED", dict(node))  # noqa: SLF001 - the watch handler, no watch here
+        shim.cluster.on_node("ADDED", dict(node))  # the watch handler, no watch here
     for pod in pods:
-        shim._on_pod("ADDED", dict(pod))  # noqa: SLF001
+        shim.pods.handle("ADDED", dict(pod))
     return shim
 
 
@@ -365,10 +365,10 @@ def run(*, quick: bool = False, progress: Progress | Callable[[str], None] | Non
         if shim is None:
             continue
         try:
-            shim._on_pod("ADDED", pod)  # noqa: SLF001 - the pending pod arrives: tracked, asked for
+            shim.pods.handle("ADDED", pod)  # the pending pod arrives: tracked, asked for
             shim_change = _shim_changer(shim, names[0])
             args = [si.PredicatesArgs(allocation_key=uid, node_id=name, allocate=True) for name in names]
-            predicates = shim.predicates
+            predicates = shim.callback.predicates
             timings, refused = _runs(predicates, args, runs, shim_change)
             report.timings.append(Timing(case, "callback", nodes, refused, timings))
         except Exception as exc:
@@ -387,7 +387,7 @@ def _shim_changer(shim: KubeShim, node: str) -> Callable[[], None]:
     churn = pod_object("churn", "churn", node=node)
 
     def change() -> None:
-        shim._on_pod("ADDED", churn)  # noqa: SLF001
-        shim._on_pod("DELETED", churn)  # noqa: SLF001
+        shim.pods.handle("ADDED", churn)
+        shim.pods.handle("DELETED", churn)
 
     return change

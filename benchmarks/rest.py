@@ -179,10 +179,16 @@ class BenchRM:
     def stop(self) -> None:
         self.done.set()
 
+    def init_app(self, app: Any) -> None:
+        """The served app, once started (``pyscheduler_web.rm_routes.FlaskExtensionRM``): times
+        the batch endpoint and adds the ``/bench/*`` routes (benchmark servers only)."""
+        app.wsgi_app = _TimingMiddleware(app.wsgi_app, BATCH_PATH, self.timings)
+        app.register_blueprint(_bench_routes(self))
+
 
 def attach(service: Any) -> BenchRM:
-    """``pyscheduler serve --rm benchmarks.rest:attach``: registers the benchmark's RM,
-    times the batch endpoint and adds the ``/bench/*`` routes (benchmark servers only)."""
+    """``pyscheduler serve --rm benchmarks.rest:attach``: registers the benchmark's RM (which
+    extends the served app: :meth:`BenchRM.init_app`)."""
     from pyscheduler.si import messages as si
 
     rm = BenchRM(service)
@@ -190,9 +196,6 @@ def attach(service: Any) -> BenchRM:
         si.RegisterResourceManagerRequest(rm_id=RM_ID, version="bench", policy_group="queues", config=service.config_text),
         rm,
     )
-    app = service.app
-    app.wsgi_app = _TimingMiddleware(app.wsgi_app, BATCH_PATH, rm.timings)
-    app.register_blueprint(_bench_routes(rm))
     return rm
 
 

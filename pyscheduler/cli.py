@@ -57,6 +57,7 @@ def _bench(rest: list[str]) -> int:
 
 def _simulate(rest: list[str]) -> int:
     """``simulate [WORKLOAD_FILE]``: run a workload with the simulated RM and summarise it."""
+    from pyscheduler.sim.rm import DEFAULT_SPEED, DEFAULT_TIMEOUT
     from pyscheduler.sim.workload import PRESETS
 
     parser = argparse.ArgumentParser(
@@ -92,16 +93,16 @@ def _simulate(rest: list[str]) -> int:
         "threaded: the real scheduling thread on a clock running --speed times faster than real time",
     )
     parser.add_argument(
-        "--speed", type=float, default=100.0,
-        help="threaded mode: simulated seconds per real second (default 100)",
+        "--speed", type=float, default=DEFAULT_SPEED,
+        help="threaded mode: simulated seconds per real second (default %(default)g)",
     )
     parser.add_argument(
         "--python-ordering", action="store_true",
         help="use the pure-Python node ordering instead of the Rust node index",
     )
     parser.add_argument(
-        "--timeout", type=float, default=600.0,
-        help="real seconds after which a run is abandoned (default 600)",
+        "--timeout", type=float, default=DEFAULT_TIMEOUT,
+        help="real seconds after which a run is abandoned (default %(default)g)",
     )
     parser.add_argument("--json", metavar="FILE", help="also write the workload and the summaries to FILE as JSON")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -142,7 +143,7 @@ def _simulate(rest: list[str]) -> int:
                 plan,
                 policy=run.policy,
                 mode=args.mode,
-                native_node_ordering=not args.python_ordering,
+                native_node_ordering=False if args.python_ordering else None,
                 speed=args.speed,
                 timeout=args.timeout,
                 progress=bar,
@@ -187,16 +188,18 @@ def _optional_package_missing(command: str, exc: ImportError, package: str, what
 def _reporter_options(parser: argparse.ArgumentParser, prefix: str, about: str) -> None:
     """The reporter manager's settings, as ``serve`` (``--reporter-period``, ...) and
     ``reporter-agent`` (``--period``, ...) take them; ``about`` starts each help text."""
-    parser.add_argument(f"--{prefix}period", type=float, default=5.0, metavar="SECONDS",
+    from pyscheduler.reporter.rounds import DEFAULT_GRACE, DEFAULT_PERIOD, DEFAULT_TIMEOUT, ManagerSettings
+
+    parser.add_argument(f"--{prefix}period", type=float, default=DEFAULT_PERIOD, metavar="SECONDS",
                         help=f"{about}seconds between polls of the plugins, from the end of one round to the start "
-                        "of the next (default 5)")
-    parser.add_argument(f"--{prefix}timeout", type=float, default=10.0, metavar="SECONDS",
-                        help=f"{about}how long one plugin's poll may take (default 10)")
-    parser.add_argument(f"--{prefix}grace", type=float, default=300.0, metavar="SECONDS",
-                        help=f"{about}how long a plugin that went away keeps its facts (default 300)")
-    parser.add_argument(f"--{prefix}enable", default="*", metavar="RULES",
+                        "of the next (default %(default)g)")
+    parser.add_argument(f"--{prefix}timeout", type=float, default=DEFAULT_TIMEOUT, metavar="SECONDS",
+                        help=f"{about}how long one plugin's poll may take (default %(default)g)")
+    parser.add_argument(f"--{prefix}grace", type=float, default=DEFAULT_GRACE, metavar="SECONDS",
+                        help=f"{about}how long a plugin that went away keeps its facts (default %(default)g)")
+    parser.add_argument(f"--{prefix}enable", default=",".join(ManagerSettings().enabled), metavar="RULES",
                         help=f"{about}plugins on and off, Katalyst's rule: '*' all, 'foo' on, '-foo' off, "
-                        "comma-separated, the first naming a plugin wins (default '*')")
+                        "comma-separated, the first naming a plugin wins (default '%(default)s')")
     parser.add_argument(f"--{prefix}checkpoint", metavar="FILE",
                         help=f"{about}keep every plugin's last report here across restarts (default: none)")
 
@@ -207,6 +210,18 @@ def _enable_rules(text: str) -> tuple[str, ...]:
 
 def _serve(rest: list[str]) -> int:
     """``serve``: the REST service under gunicorn (see ``pyscheduler_web.server``)."""
+    # The web package first: its defaults are in the help, and nothing serves without it.
+    try:
+        from pyscheduler_web.gunicorn_conf import DEFAULT_BIND
+        from pyscheduler_web.server import serve
+        from pyscheduler_web.service import DEFAULT_DEMO_SEED, ServeOptions
+    except ImportError as exc:
+        return _optional_package_missing("serve", exc, "pyscheduler_web", "the REST service package", "web")
+    from pyscheduler.common.goduration import go_duration
+    from pyscheduler.policies.role_history.store import DEFAULT_KEEP, DEFAULT_MAX_AGE
+    from pyscheduler.scheduler.health_checker import DEFAULT_HEALTH_CHECK_INTERVAL
+    from pyscheduler.scheduler.role_history_saver import DEFAULT_SAVE_DELAY
+
     parser = argparse.ArgumentParser(
         prog="pyscheduler serve",
         description="Serve YuniKorn's REST API (/ws/v1: partitions, queues, nodes, applications, events batch "
@@ -218,21 +233,22 @@ def _serve(rest: list[str]) -> int:
         "--config", metavar="FILE",
         help="queues.yaml handed to the RMs (the demo RM registers with it; default: the built-in configuration)",
     )
-    parser.add_argument("--bind", metavar="ADDR", help="address to listen on (default 127.0.0.1:9080)")
+    parser.add_argument("--bind", metavar="ADDR", help=f"address to listen on (default {DEFAULT_BIND})")
     parser.add_argument(
         "--demo", action="store_true",
         help="attach the demo RM: a small simulated cluster kept busy, so queues, nodes, applications and events "
         "show at once",
     )
-    parser.add_argument("--demo-seed", type=int, default=1, metavar="N", help="seed of the demo workload (default 1)")
+    parser.add_argument("--demo-seed", type=int, default=DEFAULT_DEMO_SEED, metavar="N",
+                        help="seed of the demo workload (default %(default)s)")
     parser.add_argument(
         "--rm", action="append", default=[], metavar="MODULE:CALLABLE",
         help="attach an RM running in the served process: CALLABLE(service) registers it through service.proxy "
         "(repeatable)",
     )
     parser.add_argument(
-        "--health-interval", type=float, default=30.0, metavar="SECONDS",
-        help="seconds between health checks (default 30; 0 or less: only the first check)",
+        "--health-interval", type=float, default=DEFAULT_HEALTH_CHECK_INTERVAL, metavar="SECONDS",
+        help="seconds between health checks (default %(default)g; 0 or less: only the first check)",
     )
     parser.add_argument(
         "--no-history", action="store_true",
@@ -244,23 +260,30 @@ def _serve(rest: list[str]) -> int:
         "their drivers installed) and start from what was saved; default: role histories live in memory only",
     )
     parser.add_argument(
-        "--role-history-keep", type=int, default=5, metavar="N",
-        help="history files kept per partition; older ones are deleted after each save (default 5)",
+        "--role-history-keep", type=int, default=DEFAULT_KEEP, metavar="N",
+        help="history files kept per partition; older ones are deleted after each save (default %(default)s)",
     )
     parser.add_argument(
-        "--role-history-max-age", default="168h", metavar="DURATION",
+        "--role-history-max-age", default=go_duration(int(DEFAULT_MAX_AGE * 1e9)), metavar="DURATION",
         help="entries last used longer ago are dropped when a saved history is loaded (Go duration or seconds; "
-        "default 168h, 7 days)",
+        "default %(default)s)",
     )
     parser.add_argument(
-        "--role-history-save-delay", type=float, default=1.0, metavar="SECONDS",
-        help="the longest a change waits before it is saved (default 1)",
+        "--role-history-save-delay", type=float, default=DEFAULT_SAVE_DELAY, metavar="SECONDS",
+        help="the longest a change waits before it is saved (default %(default)g)",
     )
     _reporter_options(parser, "reporter-", "node reporter manager: ")
     parser.add_argument("--reporter-dir", metavar="DIR",
                         help="node reporter manager: socket plugins (Katalyst's gRPC API) register here, one "
                         "sub-directory per node: DIR/NODE/PLUGIN.sock (default: no socket plugins)")
     args = parser.parse_args(rest)
+    if args.reporter_dir:  # socket plugins are the reporter-grpc extra: said before anything starts
+        from pyscheduler.reporter.socket_directory import socket_plugins_problem
+
+        problem = socket_plugins_problem()
+        if problem is not None:
+            print(f"pyscheduler serve: --reporter-dir: {problem}", file=sys.stderr)
+            return 2
     from pyscheduler.common.goduration import parse_seconds
 
     try:
@@ -269,20 +292,14 @@ def _serve(rest: list[str]) -> int:
         print(f"pyscheduler serve: --role-history-max-age {args.role_history_max_age!r}: not a duration "
               "(e.g. 168h, 30m, 3600)", file=sys.stderr)
         return 2
-    try:
-        from pyscheduler_web.server import serve
-        from pyscheduler_web.service import ServeOptions
-    except ImportError as exc:
-        return _optional_package_missing("serve", exc, "pyscheduler_web", "the REST service package", "web")
-
     import importlib.util
 
+    from pyscheduler.common.importing import parse_object_name
     from pyscheduler.config.validator import ConfigValidationError
+    from pyscheduler.service import CoreOptions
 
-    options = ServeOptions(
+    core = CoreOptions(
         config_path=args.config,
-        demo=args.demo,
-        demo_seed=args.demo_seed,
         rms=tuple(args.rm),
         health_interval=args.health_interval,
         history=not args.no_history,
@@ -297,13 +314,14 @@ def _serve(rest: list[str]) -> int:
         reporter_checkpoint=args.reporter_checkpoint,
         reporter_dir=args.reporter_dir,
     )
+    options = ServeOptions(core=core, demo=args.demo, demo_seed=args.demo_seed)
     try:
-        options.role_history_store()  # a bad URL or setting fails here, before gunicorn forks
+        core.role_history_store()  # a bad URL or setting fails here, before gunicorn forks
     except (ValueError, ImportError) as exc:
         print(f"pyscheduler serve: role history: {exc}", file=sys.stderr)
         return 2
     try:
-        options.reporter_settings()
+        core.reporter_settings()
     except ValueError as exc:
         print(f"pyscheduler serve: {exc}", file=sys.stderr)
         return 2
@@ -313,8 +331,12 @@ def _serve(rest: list[str]) -> int:
         if not os.path.isdir(args.reporter_dir) or not os.access(args.reporter_dir, os.R_OK | os.X_OK):
             print(f"pyscheduler serve: --reporter-dir {args.reporter_dir}: not a readable directory", file=sys.stderr)
             return 2
-    for spec in options.rms:
-        module = spec.partition(":")[0]
+    for spec in core.rms:
+        try:
+            module = parse_object_name(spec, default_attr="attach").module
+        except ValueError as exc:
+            print(f"pyscheduler serve: --rm {exc}", file=sys.stderr)
+            return 2
         try:
             found = importlib.util.find_spec(module) is not None
         except (ImportError, ValueError):
@@ -323,7 +345,7 @@ def _serve(rest: list[str]) -> int:
             print(f"pyscheduler serve: --rm {spec}: no module named {module!r}", file=sys.stderr)
             return 2
     try:
-        options.read_config()  # fail here, before gunicorn forks, with the file's errors
+        core.read_config()  # fail here, before gunicorn forks, with the file's errors
     except OSError as exc:
         print(f"pyscheduler serve: cannot read {args.config}: {exc.strerror or exc}", file=sys.stderr)
         return 2
@@ -339,6 +361,11 @@ def _serve(rest: list[str]) -> int:
 
 def _reporter_agent(rest: list[str]) -> int:
     """``reporter-agent``: the reporter manager for one node (see ``pyscheduler_k8s.agent``)."""
+    # The Kubernetes package first: its defaults are in the help, and nothing runs without it.
+    try:
+        from pyscheduler_k8s.agent import DEFAULT_RESYNC, AgentOptions, run
+    except ImportError as exc:
+        return _optional_package_missing("reporter-agent", exc, "pyscheduler_k8s", "the Kubernetes package", "k8s")
     parser = argparse.ArgumentParser(
         prog="pyscheduler reporter-agent",
         description="The node reporter manager as a per-node agent (a DaemonSet, as Katalyst's agent): every "
@@ -356,9 +383,9 @@ def _reporter_agent(rest: list[str]) -> int:
                         help="an in-process plugin: an object with name and report(), or a factory called with the "
                         "node's name that returns one (repeatable; the order given is the merge order)")
     _reporter_options(parser, "", "")
-    parser.add_argument("--resync", type=float, default=300.0, metavar="SECONDS",
+    parser.add_argument("--resync", type=float, default=DEFAULT_RESYNC, metavar="SECONDS",
                         help="write the object again after this long even when nothing changed, so one deleted or "
-                        "edited by someone else comes back (default 300)")
+                        "edited by someone else comes back (default %(default)g)")
     parser.add_argument("--kubeconfig", metavar="PATH",
                         help="the cluster (default: KUBECONFIG, ~/.kube/config, else the pod's service account)")
     parser.add_argument("--once", action="store_true",
@@ -368,10 +395,6 @@ def _reporter_agent(rest: list[str]) -> int:
         value = getattr(args, option)
         if not math.isfinite(value) or value <= 0:  # nan and inf parse as floats too
             parser.error(f"--{option} must be a positive number of seconds, got {value}")
-    try:
-        from pyscheduler_k8s.agent import AgentOptions, run
-    except ImportError as exc:
-        return _optional_package_missing("reporter-agent", exc, "pyscheduler_k8s", "the Kubernetes package", "k8s")
     return run(AgentOptions(
         node=args.node, plugin_dir=args.plugin_dir, plugins=tuple(args.plugin), period=args.period,
         timeout=args.timeout, grace=args.grace,

@@ -12,9 +12,7 @@ from typing import Any
 
 from kube_cluster import KubeCluster, start_cluster
 
-from pyscheduler.rmproxy.proxy import RMProxy
-from pyscheduler.scheduler.context import ClusterContext
-from pyscheduler.scheduler.loop import Scheduler
+from pyscheduler.service import CoreOptions, SchedulerService
 from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi, KubeApiError
 from pyscheduler_k8s.shim import KubeShim, ShimOptions
 
@@ -45,27 +43,34 @@ class Served:
 
     def __init__(self, kube: KubeCluster, options: ShimOptions | None = None, *, kubeconfig: Path | None = None,
                  start_shim: bool = True, queues: str = "") -> None:
-        self.context = ClusterContext()
-        self.scheduler = Scheduler(self.context, idle_interval=0.02)
-        self.proxy = RMProxy(self.context)
+        # The core's entry point, without history and with a quick idle loop; its background
+        # threads run (the event publisher: request events reach the shim through it).
+        self.service = SchedulerService(CoreOptions(history=False, loop_idle_interval=0.02))
+        self.context = self.service.context
+        self.scheduler = self.service.scheduler
+        self.proxy = self.service.proxy
         self.api = KubeApi(ClusterAccess.from_kubeconfig(str(kubeconfig or kube.kubeconfig)))
         self.shim = KubeShim(self.proxy, self.api, queues or QUEUES, options)
-        self.context.event_system.start()  # request events reach the shim through it
+        self._attached = start_shim
         if start_shim:
-            self.shim.start()
-        self.scheduler.start()
+            self.service.attach(lambda _service: _started(self.shim), name="kube shim")
+        self.service.start()
 
     def stop(self) -> None:
-        self.shim.stop()
-        self.scheduler.stop()
-        self.proxy.stop()
-        self.context.event_system.stop()
+        if not self._attached:  # the caller started it (a replica starts its own)
+            self.shim.stop()
+        self.service.stop()
 
     def app_allocations(self, app_id: str) -> int:
         partition = self.context.partitions[PARTITION]
         with partition.lock:
             app = partition.applications.get(app_id)
             return 0 if app is None else len(app.allocations)
+
+
+def _started(shim: KubeShim) -> KubeShim:
+    shim.start()
+    return shim
 
 
 # -- the service as users run it: ``pyscheduler serve --rm pyscheduler_k8s:attach`` -----------------

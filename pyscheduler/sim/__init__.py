@@ -13,6 +13,10 @@
   percentiles, utilisation, completed applications; allocations preempted, work lost and the
   late tenant's time to its guarantee); :func:`plan_runs` lists the runs a workload calls for.
 
+``workload`` and ``rm`` are each split into smaller modules their docstrings list
+(``workload_types``, ``workload_format``, ``workload_sections``; ``record``, ``timeline``,
+``rm_messages``, ``usage``, ``gang_jobs``); every name above is still importable from them.
+
 ``pyscheduler simulate`` is the command-line front end; ``docs/simulator.md`` documents the
 workload file format.
 """

@@ -9,7 +9,10 @@ lets every node pass, and a predicates hook would cost a Python call per node tr
 
 Time is simulated. The RM keeps a heap of timed events (application arrivals and allocation
 releases) on the simulation's clock, which is also the core's clock (ask ages, the
-reservation delay and application timers all follow it). Two ways to run:
+reservation delay and application timers all follow it). The core is assembled by its own
+entry point (:class:`~pyscheduler.service.SchedulerService`) on that clock, with no background
+thread (no history, health checks, reporter rounds or event publisher: a run reads none of
+them). Two ways to run:
 
 - ``lockstep``: a :class:`~pyscheduler.common.clock.ManualClock` and
   :meth:`Scheduler.schedule_once` called from this thread. Each cycle costs the workload's
@@ -37,177 +40,69 @@ in the callback (simulated seconds), and the allocated memory, vcore and nodes i
 integrated over simulated time (utilisation); per victim of preemption, its resources times
 the time it had run (the work lost); when the late tenant's running allocations first reach
 its queue's guarantee.
+
+Where the parts live (each module imports only those listed before it, and none imports this
+one):
+
+- :mod:`~pyscheduler.sim.record`: the run modes, the progress callback and
+  :class:`SimulationRecord` (the raw figures);
+- :mod:`~pyscheduler.sim.timeline`: :class:`ScaledClock`, :data:`START_NS` and the event heap
+  with its event kinds;
+- :mod:`~pyscheduler.sim.rm_messages`: the SI messages built from the plans (nodes,
+  applications, asks, releases), :data:`RM_ID` and :data:`USER`;
+- :mod:`~pyscheduler.sim.usage`: utilisation, integrated over simulated time;
+- :mod:`~pyscheduler.sim.gang_jobs`: the RM's side of gang jobs (placeholders, job states);
+- this module: :class:`SimulatedRM`, the callback, the asks' lives (submission, allocation,
+  release, preemption and rerun, application removal) and the two run loops. Every public name
+  of the modules above that this one had is importable from here too.
 """
 
 from __future__ import annotations
 
-import heapq
 import threading
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Final, Literal
+from collections.abc import Sequence
+from typing import Final
 
+from pyscheduler.common import native as native_switch
 from pyscheduler.common.clock import ManualClock
-from pyscheduler.common.resources import MEMORY, VCORE, Resource
-from pyscheduler.policies.role_history.settings import HISTORY_KEY_TAG, ROLE_TAG, TAG_PREFIX, PlacementPolicy
 from pyscheduler.si.events import EventRecord
 from pyscheduler.si import messages as si
-from pyscheduler.rmproxy.proxy import RMProxy
-from pyscheduler.scheduler.context import ClusterContext
-from pyscheduler.scheduler.loop import Scheduler
+from pyscheduler.service import CoreOptions, SchedulerService
+from pyscheduler.sim.gang_jobs import GangJobs
+from pyscheduler.sim.record import MODES, ProgressFunc, SimMode, SimulationRecord
+from pyscheduler.sim.rm_messages import (
+    RM_ID,
+    USER,
+    ask_message,
+    new_application_message,
+    node_messages,
+    release_message,
+)
+from pyscheduler.sim.timeline import (
+    CONFIRM,
+    MEMBERS,
+    PREEMPTED,
+    RELEASE,
+    START_NS,
+    SUBMIT,
+    WAKE,
+    WAKE_INTERVAL,
+    WAKE_MARGIN,
+    Event,
+    EventHeap,
+    ScaledClock,
+)
+from pyscheduler.sim.usage import ClusterUsage
 from pyscheduler.sim.workload import AppPlan, AskPlan, Workload
 
-__all__ = ["MODES", "ProgressFunc", "ScaledClock", "SimMode", "SimulatedRM", "SimulationRecord"]
+__all__ = ["DEFAULT_SPEED", "DEFAULT_TIMEOUT", "MODES", "RM_ID", "START_NS", "USER", "ProgressFunc", "ScaledClock",
+           "SimMode", "SimulatedRM", "SimulationRecord"]
 
-SimMode = Literal["lockstep", "threaded"]
-MODES: Final[tuple[SimMode, ...]] = ("lockstep", "threaded")
-
-#: (asks finished: released or rejected, total asks, simulated seconds) -> None.
-ProgressFunc = Callable[[int, int, float], None]
-
-#: 2026-01-01T00:00:00Z: the simulated wall clock starts here (event timestamps look real).
-START_NS: Final = 1_767_225_600_000_000_000
-RM_ID: Final = "sim"
-USER: Final = "sim-user"
-
-# Heap event kinds. At equal times a release goes first: the freed space is then visible to
-# the asks that arrive at the same instant (and the order is fixed, for repeatable runs).
-_RELEASE: Final = 0
-#: A victim of preemption was killed: confirm the release to the core, submit the task again.
-_PREEMPTED: Final = 1
-_SUBMIT: Final = 2
-#: Nothing to send: wakes the core when a preemption delay has passed (in lockstep, keeps the
-#: clock from jumping past it).
-_WAKE: Final = 3
-#: Gang jobs: a placeholder the core released is gone (its pod deleted): confirm the release;
-#: a job runs (every placeholder placed) or resumed: submit its members.
-_CONFIRM: Final = 4
-_MEMBERS: Final = 5
-#: A release's or a victim's (application id, allocation key), a placeholder's confirmation
-#: (application id, key, termination type), a submission's plan, or None for a wake.
-_Payload = tuple[str, str] | tuple[str, str, int] | AppPlan | None
-
-#: The late tenant's asks are woken this long after their preemption delay (the manual
-#: clock's nanoseconds may trail its seconds by a few rounding errors) ...
-_WAKE_MARGIN: Final = 0.001
-#: ... then every this many simulated seconds while one of them waits (preemption re-checks an
-#: ask at most every 15 s: this sees it within a second).
-_WAKE_INTERVAL: Final = 1.0
-
-
-#: The late tenant's asks: they may preempt others, and opt in as victims themselves.
-_MAY_PREEMPT: Final = si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True)
-
-
-def _release(app_id: str, key: str, termination: si.TerminationType, message: str) -> si.AllocationRelease:
-    """The RM's release of one allocation."""
-    return si.AllocationRelease(
-        partition_name="default",
-        application_id=app_id,
-        termination_type=termination,
-        message=message,
-        allocation_key=key,
-    )
-
-
-class ScaledClock:
-    """A clock that runs ``speed`` times faster than the real one, starting at 0 (monotonic)
-    and at :data:`START_NS` (wall). Thread-safe: it only reads ``time.monotonic``."""
-
-    def __init__(self, speed: float, start_ns: int = START_NS) -> None:
-        if not speed > 0:
-            raise ValueError(f"speed must be positive, got {speed}")
-        self.speed = speed
-        self._origin = time.monotonic()
-        self._start_ns = start_ns
-
-    def monotonic(self) -> float:
-        return (time.monotonic() - self._origin) * self.speed
-
-    def now_ns(self) -> int:
-        return self._start_ns + int(self.monotonic() * 1_000_000_000)
-
-    def real_seconds(self, simulated: float) -> float:
-        """How long ``simulated`` seconds take on the wall clock."""
-        return simulated / self.speed
-
-
-@dataclass
-class SimulationRecord:
-    """What one run recorded (raw figures; :mod:`pyscheduler.sim.runner` summarises them)."""
-
-    policy: str
-    mode: SimMode
-    native_node_ordering: bool
-    total_asks: int
-    total_apps: int
-    #: Simulated seconds from ask submission to allocation, one per allocation, in arrival order.
-    latencies: list[float] = field(default_factory=list)
-    allocations: int = 0
-    #: Releases the RM sent that the core confirmed (STOPPED_BY_RM echo).
-    releases_confirmed: int = 0
-    #: Allocations the core ended itself other than by preemption (node removal): not expected.
-    released_by_core: int = 0
-    #: Guaranteed-share preemption on in the partition (``preemption.enabled``).
-    preemption: bool = True
-    #: Allocations the core preempted (released with PREEMPTED_BY_SCHEDULER): killed, confirmed
-    #: and submitted again.
-    preempted: int = 0
-    #: Allocations of those resubmitted tasks (counted in ``allocations`` too).
-    rerun_allocations: int = 0
-    #: Work lost: each victim's memory (bytes) and vcore (millicores) times the simulated
-    #: seconds it had run when it was killed.
-    lost_memory_seconds: float = 0.0
-    lost_vcore_seconds: float = 0.0
-    #: The late tenant: whether the workload has one, when its applications were submitted,
-    #: and when its running allocations first reached its queue's guarantee (simulated
-    #: seconds; None: never).
-    late_tenant: bool = False
-    late_tenant_start: float | None = None
-    guarantee_reached: float | None = None
-    rejected_asks: int = 0
-    rejected_apps: int = 0
-    #: Applications whose every ask was allocated and released (then removed by the RM).
-    apps_completed: int = 0
-    #: Allocations for keys the RM never asked for, or twice: a core bug if ever non-zero.
-    unexpected_allocations: int = 0
-    cycles: int = 0
-    wall_seconds: float = 0.0
-    #: Simulated seconds from the first submission to the last release.
-    sim_seconds: float = 0.0
-    #: Time integrals (value x simulated seconds) of allocated memory, vcore and nodes in use.
-    memory_seconds: float = 0.0
-    vcore_seconds: float = 0.0
-    node_seconds: float = 0.0
-    peak_memory: int = 0
-    peak_vcore: int = 0
-    peak_nodes_in_use: int = 0
-    #: Service instances placed: (history key, role, incarnation, node id), in arrival order.
-    role_instances: list[tuple[str, str, int, str]] = field(default_factory=list)
-    #: Role history was used for the services (False: their roles were placed "anywhere").
-    role_history: bool = True
-    cluster_memory: int = 0
-    cluster_vcore: int = 0
-    node_count: int = 0
-    node_memory: int = 0
-    node_vcore: int = 0
-    #: Gang jobs: how many, how many ran their placeholders whole (the job ran before any
-    #: timeout), resumed (Soft) or failed (Hard) after their placeholder timeout; per job whose
-    #: members all ran at once, the simulated seconds from its submission until then; the
-    #: placeholders placed and their memory (bytes) and vcore (millicores) times the seconds
-    #: they held their nodes.
-    gang_jobs: int = 0
-    gang_started_whole: int = 0
-    gang_resumed: int = 0
-    gang_failed: int = 0
-    gang_all_running: list[float] = field(default_factory=list)
-    placeholders_allocated: int = 0
-    placeholder_memory_seconds: float = 0.0
-    placeholder_vcore_seconds: float = 0.0
-    #: True when every ask ended (released, rejected or ended by the core) before the timeout.
-    completed: bool = False
-    problems: list[str] = field(default_factory=list)
+#: Threaded mode: simulated seconds per real second.
+DEFAULT_SPEED: Final = 100.0
+#: Real seconds after which a run is abandoned.
+DEFAULT_TIMEOUT: Final = 600.0
 
 
 class SimulatedRM:
@@ -225,8 +120,8 @@ class SimulatedRM:
         *,
         policy: str = "fair",
         mode: SimMode = "lockstep",
-        native_node_ordering: bool = True,
-        speed: float = 100.0,
+        native_node_ordering: bool | None = None,
+        speed: float = DEFAULT_SPEED,
         progress: ProgressFunc | None = None,
         role_history: bool = True,
         preemption: bool = True,
@@ -235,14 +130,22 @@ class SimulatedRM:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         if policy not in ("fair", "binpacking"):
             raise ValueError(f"policy must be fair or binpacking, got {policy!r}")
+        if native_node_ordering is None:
+            native_node_ordering = native_switch.enabled()
         self.workload = workload
         self.spec = workload.spec
         self.policy = policy
         self.mode: SimMode = mode
         self.clock: ManualClock | ScaledClock = ManualClock(START_NS) if mode == "lockstep" else ScaledClock(speed)
-        self.context = ClusterContext(clock=self.clock, native_node_ordering=native_node_ordering)
-        self.proxy = RMProxy(self.context)
-        self.scheduler = Scheduler(self.context)
+        # The core's own entry point, with no thread but the scheduling loop's (threaded mode
+        # only: lockstep runs each cycle itself) and nothing a run does not read.
+        self.service = SchedulerService(CoreOptions(
+            clock=self.clock, native_node_ordering=native_node_ordering, scheduling_loop=mode == "threaded",
+            background=False, history=False,
+        ))
+        self.context = self.service.context
+        self.proxy = self.service.proxy
+        self.scheduler = self.service.scheduler
         self._progress = progress
         self._cond = threading.Condition()
         self._ran = False
@@ -270,10 +173,8 @@ class SimulatedRM:
             ask.key: (app.history_key, ask.role, app.generation) for app in workload.apps if app.history_key
             for ask in app.asks
         }
-        # The event heap: (simulated time, kind, sequence, payload). The sequence keeps equal
-        # times in insertion order, so the run never depends on comparing payloads.
-        self._heap: list[tuple[float, int, int, _Payload]] = []
-        self._seq = 0
+        # What happens next, in simulated time (pyscheduler.sim.timeline).
+        self._events = EventHeap()
         # Per ask: (app id, memory, vcore, run time), known from the plan, and the plans
         # themselves (a victim of preemption is submitted again from them).
         self._asks: dict[str, tuple[str, int, int, float]] = {
@@ -292,26 +193,11 @@ class SimulatedRM:
         self._to_remove: list[str] = []  # completed apps the RM still has to remove
         self._rejected_apps: set[str] = set()
         self._finished = 0  # asks released (confirmed), rejected or ended by the core
-        # Utilisation bookkeeping (integrated at every change).
-        self._node_used: dict[str, list[int]] = {}  # node id -> [memory, vcore, allocations]
-        self._used_memory = 0
-        self._used_vcore = 0
-        self._nodes_in_use = 0
-        self._last_change = 0.0
+        # Utilisation, integrated at every change (pyscheduler.sim.usage).
+        self._usage = ClusterUsage(self.record)
         self._first_submit: float | None = None
-        self._last_release = 0.0
-        # Gang jobs (the workload's ``gangs``): their plans; each placeholder's (job, memory,
-        # vcore) and, while placed, (node, since); the jobs' last states, arrivals, members
-        # running, and the jobs whose members were submitted or that failed.
-        self._gang_plans: dict[str, AppPlan] = {app.app_id: app for app in workload.apps if app.task_group}
-        self.record.gang_jobs = len(self._gang_plans)
-        self._placeholders: dict[str, tuple[str, int, int]] = {}
-        self._ph_running: dict[str, tuple[str, float]] = {}
-        self._gang_states: dict[str, str] = {}
-        self._gang_arrival: dict[str, float] = {}
-        self._members_running: dict[str, int] = {}
-        self._members_submitted: set[str] = set()
-        self._gang_failed: set[str] = set()
+        # Gang jobs, the workload's ``gangs`` (pyscheduler.sim.gang_jobs).
+        self._gangs = GangJobs(workload.apps, self.record, self._events, self._usage)
 
     # -- the RM callback (called by the core, possibly from the scheduling thread) ------------
 
@@ -323,8 +209,8 @@ class SimulatedRM:
             record = self.record
             for alloc in response.new:
                 key = alloc.allocation_key
-                if key in self._placeholders:
-                    self._placeholder_placed(now, key, alloc.node_id)
+                if self._gangs.is_placeholder(key):
+                    self._gangs.placed(now, key, alloc.node_id)
                     continue
                 submitted = self._submitted_at.pop(key, None)
                 if submitted is None:
@@ -338,14 +224,14 @@ class SimulatedRM:
                 service = self._service_asks.get(key)
                 if service is not None:
                     record.role_instances.append((*service, alloc.node_id))
-                self._change_usage(now, alloc.node_id, memory, vcore)
+                self._usage.change(now, alloc.node_id, memory, vcore)
                 self._change_late_usage(now, key, 1)
-                self._member_started(now, app_id)
-                self._push(now + run_time, _RELEASE, (app_id, key))
+                self._gangs.member_started(now, app_id)
+                self._events.push(now + run_time, RELEASE, (app_id, key))
             for release in response.released:
                 key = release.allocation_key
-                if key in self._placeholders:
-                    self._placeholder_released(now, key, int(release.termination_type))
+                if self._gangs.is_placeholder(key):
+                    self._gangs.released(now, key, int(release.termination_type))
                 elif key in self._releasing:
                     self._releasing.discard(key)
                     record.releases_confirmed += 1
@@ -368,11 +254,14 @@ class SimulatedRM:
     def update_application(self, response: si.ApplicationResponse) -> None:
         """Rejected applications are remembered: their asks are not submitted. A gang job that
         runs (every placeholder placed) or resumed gets its members; one that failed ends."""
-        if response.updated and self._gang_plans:
+        gangs = self._gangs
+        if response.updated and gangs.plans:
             with self._cond:
                 for updated in response.updated:
-                    if updated.application_id in self._gang_plans:
-                        self._gang_state(self.clock.monotonic(), updated.application_id, updated.state)
+                    app_id = updated.application_id
+                    if app_id in gangs.plans:
+                        for _ in range(gangs.state_changed(self.clock.monotonic(), app_id, updated.state)):
+                            self._ask_finished(app_id)  # a failed job's asks end
         if response.rejected:
             with self._cond:
                 for rejected in response.rejected:
@@ -396,81 +285,18 @@ class SimulatedRM:
 
     # -- bookkeeping (callers hold self._cond) -------------------------------------------------
 
-    def _push(self, when: float, kind: int, payload: _Payload) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (when, kind, self._seq, payload))
-
     def _ask_finished(self, app_id: str) -> None:
         self._finished += 1
         self._remaining[app_id] -= 1
-        if self._remaining[app_id] == 0 and app_id not in self._rejected_apps and app_id not in self._gang_failed:
+        if self._remaining[app_id] == 0 and app_id not in self._rejected_apps and app_id not in self._gangs.failed:
             self._to_remove.append(app_id)
-
-    # -- gang jobs (callers hold self._cond) ---------------------------------------------------
-
-    def _placeholder_placed(self, now: float, key: str, node_id: str) -> None:
-        """A placeholder pod runs: it holds its node's room. The job's first one starts the
-        core's placeholder timer: wake the core when it may fire (lockstep must not jump past)."""
-        if key in self._ph_running:
-            self.record.unexpected_allocations += 1
-            return
-        app_id, memory, vcore = self._placeholders[key]
-        if not any(self._placeholders[k][0] == app_id for k in self._ph_running):
-            self._push(now + self._gang_plans[app_id].gang_timeout + _WAKE_MARGIN, _WAKE, None)
-        self.record.placeholders_allocated += 1
-        self._ph_running[key] = (node_id, now)
-        self._change_usage(now, node_id, memory, vcore)
-
-    def _placeholder_released(self, now: float, key: str, termination: int) -> None:
-        """The core released a placeholder (replaced, timed out, too small): its pod is deleted
-        now and the release confirmed. One never placed (a pending one at a timeout) is gone
-        from the core already."""
-        placed = self._ph_running.pop(key, None)
-        if placed is None:
-            return
-        node_id, since = placed
-        app_id, memory, vcore = self._placeholders[key]
-        self.record.placeholder_memory_seconds += memory * (now - since)
-        self.record.placeholder_vcore_seconds += vcore * (now - since)
-        self._change_usage(now, node_id, -memory, -vcore)
-        self._last_release = max(self._last_release, now)
-        self._push(now, _CONFIRM, (app_id, key, termination))
-
-    def _member_started(self, now: float, app_id: str) -> None:
-        plan = self._gang_plans.get(app_id)
-        if plan is None:
-            return
-        running = self._members_running[app_id] = self._members_running.get(app_id, 0) + 1
-        if running == len(plan.asks):
-            self.record.gang_all_running.append(now - self._gang_arrival[app_id])
-
-    def _gang_state(self, now: float, app_id: str, state: str) -> None:
-        """Follows a gang job's state as a shim does: Running (every placeholder placed) or
-        Accepted again after Resuming (Soft timeout): its members are submitted; Failed (Hard
-        timeout): its members never run."""
-        previous = self._gang_states.get(app_id)
-        self._gang_states[app_id] = state
-        if state == "Running" and app_id not in self._members_submitted:
-            self.record.gang_started_whole += 1
-            self._members_submitted.add(app_id)
-            self._push(now, _MEMBERS, (app_id, ""))
-        elif state == "Resuming":
-            self.record.gang_resumed += 1
-        elif state == "Accepted" and previous == "Resuming" and app_id not in self._members_submitted:
-            self._members_submitted.add(app_id)
-            self._push(now, _MEMBERS, (app_id, ""))
-        elif state == "Failed" and app_id not in self._gang_failed:
-            self.record.gang_failed += 1
-            self._gang_failed.add(app_id)
-            for _ in self._gang_plans[app_id].asks:
-                self._ask_finished(app_id)
 
     def _stop_running(self, now: float, key: str) -> None:
         node_id, _ = self._running.pop(key)
         _, memory, vcore, _ = self._asks[key]
-        self._change_usage(now, node_id, -memory, -vcore)
+        self._usage.change(now, node_id, -memory, -vcore)
         self._change_late_usage(now, key, -1)
-        self._last_release = max(self._last_release, now)
+        self._usage.released(now)
 
     def _kill_victim(self, now: float, key: str) -> None:
         """The core preempted a running allocation: the task is killed now, the work it did so
@@ -482,7 +308,7 @@ class SimulatedRM:
         record.lost_memory_seconds += memory * (now - started)
         record.lost_vcore_seconds += vcore * (now - started)
         self._stop_running(now, key)
-        self._push(now, _PREEMPTED, (app_id, key))
+        self._events.push(now, PREEMPTED, (app_id, key))
 
     def _change_late_usage(self, now: float, key: str, sign: int) -> None:
         """Follows the late tenant's running usage (``sign`` +1: an allocation started, -1: it
@@ -516,40 +342,11 @@ class SimulatedRM:
     def _wake_again(self, now: float) -> None:
         """A wake fell due: another one a second later while a late tenant's ask still waits and
         something else is still to come (an idle cluster needs no preemption)."""
-        if self._late_asks_waiting() and any(kind != _WAKE for _, kind, _, _ in self._heap):
-            self._push(now + _WAKE_INTERVAL, _WAKE, None)
-
-    def _change_usage(self, now: float, node_id: str, memory: int, vcore: int) -> None:
-        """Integrates usage up to ``now``, then applies one allocation's start or end."""
-        record = self.record
-        elapsed = now - self._last_change
-        if elapsed > 0:
-            record.memory_seconds += self._used_memory * elapsed
-            record.vcore_seconds += self._used_vcore * elapsed
-            record.node_seconds += self._nodes_in_use * elapsed
-            self._last_change = now
-        used = self._node_used.get(node_id)
-        if used is None:
-            used = self._node_used[node_id] = [0, 0, 0]
-        was_used = used[2] > 0
-        used[0] += memory
-        used[1] += vcore
-        used[2] += 1 if memory > 0 else -1
-        self._nodes_in_use += (used[2] > 0) - was_used
-        self._used_memory += memory
-        self._used_vcore += vcore
-        record.peak_memory = max(record.peak_memory, self._used_memory)
-        record.peak_vcore = max(record.peak_vcore, self._used_vcore)
-        record.peak_nodes_in_use = max(record.peak_nodes_in_use, self._nodes_in_use)
+        if self._late_asks_waiting() and self._events.has_work():
+            self._events.push(now + WAKE_INTERVAL, WAKE, None)
 
     def _done(self) -> bool:
-        return self._finished == self.record.total_asks and not self._heap and not self._to_remove
-
-    def _take_due(self, now: float) -> list[tuple[float, int, int, _Payload]]:
-        due = []
-        while self._heap and self._heap[0][0] <= now:
-            due.append(heapq.heappop(self._heap))
-        return due
+        return self._finished == self.record.total_asks and not self._events and not self._to_remove
 
     # -- driving the core (this thread; never under self._cond) -------------------------------
 
@@ -563,23 +360,14 @@ class SimulatedRM:
             ),
             self,
         )
-        capacity = Resource({MEMORY: spec.node_memory, VCORE: spec.node_vcore})
-        nodes = tuple(
-            si.NodeInfo(
-                node_id=f"node-{i:05d}",
-                action=si.NodeAction.CREATE,
-                attributes={si.HOST_NAME: f"node-{i:05d}", si.INSTANCE_TYPE: "sim"},
-                schedulable_resource=capacity,
-            )
-            for i in range(spec.node_count)
-        )
+        nodes = node_messages(spec.node_count, spec.node_memory, spec.node_vcore)
         self.proxy.update_node(si.NodeRequest(nodes=nodes, rm_id=RM_ID))
         with self._cond:
             for app in self.workload.apps:
                 if not app.after:
-                    self._push(app.arrival, _SUBMIT, app)
+                    self._events.push(app.arrival, SUBMIT, app)
 
-    def _apply(self, due: list[tuple[float, int, int, _Payload]]) -> None:
+    def _apply(self, due: list[Event]) -> None:
         """Sends what fell due: releases (one request: run times over, and the confirmations of
         preempted allocations), then removals of the applications those releases completed,
         then arrivals (applications, then their asks), then the killed tasks submitted again."""
@@ -591,28 +379,30 @@ class SimulatedRM:
         with self._cond:
             now = self.clock.monotonic()
             for _, kind, _, payload in due:
-                if kind == _WAKE:
+                if kind == WAKE:
                     wake = True
                     self._wake_again(now)
-                elif kind == _CONFIRM and isinstance(payload, tuple) and len(payload) == 3:
+                elif kind == CONFIRM and isinstance(payload, tuple) and len(payload) == 3:
                     app_id, key, termination = payload
-                    releases.append(_release(app_id, key, si.TerminationType(termination), "simulated placeholder gone"))
-                elif kind == _MEMBERS and isinstance(payload, tuple):
-                    members.append(self._gang_plans[payload[0]])
-                elif isinstance(payload, AppPlan):  # _SUBMIT
+                    releases.append(release_message(app_id, key, si.TerminationType(termination),
+                                                    "simulated placeholder gone"))
+                elif kind == MEMBERS and isinstance(payload, tuple):
+                    members.append(self._gangs.plans[payload[0]])
+                elif isinstance(payload, AppPlan):  # SUBMIT
                     arrivals.append(payload)
-                elif isinstance(payload, tuple) and len(payload) == 2 and kind == _PREEMPTED:
+                elif isinstance(payload, tuple) and len(payload) == 2 and kind == PREEMPTED:
                     app_id, key = payload
-                    releases.append(_release(app_id, key, si.TerminationType.PREEMPTED_BY_SCHEDULER,
-                                             "simulated task killed: preempted by the scheduler"))
+                    releases.append(release_message(app_id, key, si.TerminationType.PREEMPTED_BY_SCHEDULER,
+                                                    "simulated task killed: preempted by the scheduler"))
                     reruns.append((key, self._rerun_key(key)))
-                elif isinstance(payload, tuple) and len(payload) == 2:  # _RELEASE
+                elif isinstance(payload, tuple) and len(payload) == 2:  # RELEASE
                     app_id, key = payload
                     if key not in self._running:
                         continue  # the core ended it already
                     self._stop_running(now, key)
                     self._releasing.add(key)
-                    releases.append(_release(app_id, key, si.TerminationType.STOPPED_BY_RM, "simulated run time over"))
+                    releases.append(release_message(app_id, key, si.TerminationType.STOPPED_BY_RM,
+                                                    "simulated run time over"))
         if releases:
             self.proxy.update_allocation(
                 si.AllocationRequest(releases=si.AllocationReleasesRequest(tuple(releases)), rm_id=RM_ID)
@@ -636,7 +426,7 @@ class SimulatedRM:
             for original, rerun in reruns:
                 app, ask = self._plans[original]
                 self._submitted_at[rerun] = now
-                asks.append(self._ask_message(app, ask, rerun))
+                asks.append(ask_message(app, ask, rerun))
         self.proxy.update_allocation(si.AllocationRequest(allocations=tuple(asks), rm_id=RM_ID))
 
     def _submit_members(self, jobs: list[AppPlan]) -> None:
@@ -647,23 +437,8 @@ class SimulatedRM:
             for app in jobs:
                 for ask in app.asks:
                     self._submitted_at[ask.key] = now
-                    asks.append(self._ask_message(app, ask, ask.key))
+                    asks.append(ask_message(app, ask, ask.key))
         self.proxy.update_allocation(si.AllocationRequest(allocations=tuple(asks), rm_id=RM_ID))
-
-    def _ask_message(self, app: AppPlan, ask: AskPlan, key: str, *, placeholder: bool = False) -> si.Allocation:
-        """The SI ask for one planned ask under ``key``; the late tenant's asks may preempt; a
-        gang job's members and placeholders carry its task group."""
-        return si.Allocation(
-            allocation_key=key,
-            resource_per_alloc=Resource({MEMORY: ask.memory, VCORE: ask.vcore}),
-            priority=app.priority,
-            application_id=app.app_id,
-            partition_name="default",
-            allocation_tags={ROLE_TAG: ask.role} if ask.role else {},
-            preemption_policy=_MAY_PREEMPT if app.may_preempt else None,
-            placeholder=placeholder,
-            task_group_name=app.task_group,
-        )
 
     def _remove_completed(self) -> None:
         with self._cond:
@@ -673,26 +448,14 @@ class SimulatedRM:
             for app_id in done:
                 follower = self._followers.get(app_id)
                 if follower is not None:  # the service's next incarnation, after its down time
-                    self._push(now + follower.arrival, _SUBMIT, follower)
+                    self._events.push(now + follower.arrival, SUBMIT, follower)
         if done:
             removals = tuple(si.RemoveApplicationRequest(application_id=a, partition_name="default") for a in done)
             self.proxy.update_application(si.ApplicationRequest(remove=removals, rm_id=RM_ID))
 
     def _submit(self, apps: list[AppPlan]) -> None:
-        new = tuple(
-            si.AddApplicationRequest(
-                application_id=app.app_id,
-                queue_name=app.queue,
-                partition_name="default",
-                ugi=si.UserGroupInformation(user=USER),
-                tags=self._service_tags(app),
-                placeholder_ask=Resource({MEMORY: sum(a.memory for a in app.asks), VCORE: sum(a.vcore for a in app.asks)})
-                if app.task_group else None,
-                gang_scheduling_style=app.gang_style,
-                execution_timeout_milli_seconds=round(app.gang_timeout * 1000),
-            )
-            for app in apps
-        )
+        role_history = self.record.role_history
+        new = tuple(new_application_message(app, role_history=role_history) for app in apps)
         self.proxy.update_application(si.ApplicationRequest(new=new, rm_id=RM_ID))
         asks: list[si.Allocation] = []
         with self._cond:
@@ -710,17 +473,13 @@ class SimulatedRM:
                     self._late_tenant_arrived(now)
                 if app.task_group:
                     # A gang job: its placeholders now, its members once it runs.
-                    self._gang_arrival[app.app_id] = now
-                    for ask in app.asks:
-                        key = f"{ask.key}-placeholder"
-                        self._placeholders[key] = (app.app_id, ask.memory, ask.vcore)
-                        asks.append(self._ask_message(app, ask, key, placeholder=True))
+                    asks.extend(self._gangs.arrived(now, app))
                     continue
                 for ask in app.asks:
                     # Recorded before the request: in threaded mode the allocation can arrive
                     # before update_allocation even returns.
                     self._submitted_at[ask.key] = now
-                    asks.append(self._ask_message(app, ask, ask.key))
+                    asks.append(ask_message(app, ask, ask.key))
         if asks:
             self.proxy.update_allocation(si.AllocationRequest(allocations=tuple(asks), rm_id=RM_ID))
 
@@ -730,16 +489,7 @@ class SimulatedRM:
         if self.record.late_tenant_start is None:
             self.record.late_tenant_start = now
         if self.record.preemption:
-            self._push(now + self.spec.late_tenant.preemption_delay + _WAKE_MARGIN, _WAKE, None)
-
-    def _service_tags(self, app: AppPlan) -> dict[str, str]:
-        """A service's history key; with role history off, its roles placed anywhere."""
-        if not app.history_key:
-            return {}
-        tags = {HISTORY_KEY_TAG: app.history_key}
-        if not self.record.role_history:
-            tags[f"{TAG_PREFIX}policy"] = PlacementPolicy.ANYWHERE.value
-        return tags
+            self._events.push(now + self.spec.late_tenant.preemption_delay + WAKE_MARGIN, WAKE, None)
 
     def _report_progress(self) -> None:
         if self._progress is not None:
@@ -747,7 +497,7 @@ class SimulatedRM:
 
     # -- running ------------------------------------------------------------------------------
 
-    def run(self, timeout: float = 600.0) -> SimulationRecord:
+    def run(self, timeout: float = DEFAULT_TIMEOUT) -> SimulationRecord:
         """Plays the workload to the end (every ask released or rejected) or until ``timeout``
         wall seconds pass, then stops the core. Returns the record; call once."""
         if self._ran:
@@ -762,10 +512,9 @@ class SimulatedRM:
             else:
                 self._run_threaded(deadline)
         finally:
-            self.scheduler.stop()
+            self.service.stop()
             self.record.wall_seconds = time.perf_counter() - started
             self.record.cycles = self.scheduler.cycles
-            self.proxy.stop()
         self._finish_record()
         return self.record
 
@@ -775,12 +524,13 @@ class SimulatedRM:
         # bookkeeping helpers expect it, which costs little next to a cycle.
         clock = self.clock
         assert isinstance(clock, ManualClock)
+        self.service.start()  # no thread: the cycles run below
         cycle_time = self.spec.cycle_time
         schedule_once = self.scheduler.schedule_once
         iterations = 0
         while True:
             with self._cond:
-                due = self._take_due(clock.monotonic())
+                due = self._events.take_due(clock.monotonic())
             if due:
                 self._apply(due)
             self._remove_completed()
@@ -798,20 +548,20 @@ class SimulatedRM:
             if schedule_once():
                 continue
             # Nothing placed: nothing changes until the next event, so jump to it.
-            if not self._heap:
+            if not self._events:
                 self.record.problems.append(
                     f"stuck: {self.record.total_asks - self._finished} asks can never be placed "
                     "(the scheduler is idle and nothing is running)"
                 )
                 return
-            wait = self._heap[0][0] - clock.monotonic()
+            wait = self._events.next_time() - clock.monotonic()
             if wait > 0:
                 clock.advance(wait)
 
     def _run_threaded(self, deadline: float) -> None:
         clock = self.clock
         assert isinstance(clock, ScaledClock)
-        self.scheduler.start()
+        self.service.start()  # the scheduling thread
         next_progress = 0.0
         while True:
             with self._cond:
@@ -819,8 +569,9 @@ class SimulatedRM:
                     if self._done():
                         return
                     now = clock.monotonic()
-                    if self._to_remove or (self._heap and self._heap[0][0] <= now):
-                        due = self._take_due(now)
+                    events = self._events
+                    if self._to_remove or (events and events.next_time() <= now):
+                        due = events.take_due(now)
                         break
                     left = deadline - time.monotonic()
                     if left <= 0:
@@ -828,7 +579,7 @@ class SimulatedRM:
                         return
                     # Sleep until the next event is due; a new allocation (which pushes a
                     # release, maybe an earlier one) notifies and wakes us up sooner.
-                    wait = clock.real_seconds(self._heap[0][0] - now) if self._heap else 0.1
+                    wait = clock.real_seconds(events.next_time() - now) if events else 0.1
                     self._cond.wait(min(wait, left, 0.1))
             self._apply(due)
             if time.monotonic() >= next_progress:
@@ -839,8 +590,8 @@ class SimulatedRM:
         record = self.record
         with self._cond:
             # Integrate up to the end so the areas cover the whole run.
-            end = max(self._last_release, self._last_change)
-            self._change_usage_end(end)
+            end = max(self._usage.last_release, self._usage.last_change)
+            self._usage.integrate_to(end)
             start = self._first_submit or 0.0
             record.sim_seconds = max(end - start, 0.0)
             record.completed = self._finished == record.total_asks
@@ -849,11 +600,3 @@ class SimulatedRM:
             if self._running:
                 record.problems.append(f"{len(self._running)} allocations were still running at the end")
         self._report_progress()
-
-    def _change_usage_end(self, end: float) -> None:
-        elapsed = end - self._last_change
-        if elapsed > 0:
-            self.record.memory_seconds += self._used_memory * elapsed
-            self.record.vcore_seconds += self._used_vcore * elapsed
-            self.record.node_seconds += self._nodes_in_use * elapsed
-            self._last_change = end

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, TextIO
 
 from pyscheduler.common.text_table import format_table
-from pyscheduler.sim.rm import ProgressFunc, SimMode, SimulatedRM, SimulationRecord
+from pyscheduler.sim.rm import DEFAULT_SPEED, DEFAULT_TIMEOUT, ProgressFunc, SimMode, SimulatedRM, SimulationRecord
 from pyscheduler.sim.workload import Workload, WorkloadSpec
 
 __all__ = [
@@ -320,9 +320,9 @@ def run_simulation(
     *,
     policy: str = "fair",
     mode: SimMode = "lockstep",
-    native_node_ordering: bool = True,
-    speed: float = 100.0,
-    timeout: float = 600.0,
+    native_node_ordering: bool | None = None,
+    speed: float = DEFAULT_SPEED,
+    timeout: float = DEFAULT_TIMEOUT,
     progress: ProgressFunc | None = None,
     role_history: bool = True,
     preemption: bool = True,
@@ -381,9 +381,9 @@ def run_policies(
     policies: Sequence[str] = ("fair", "binpacking"),
     *,
     mode: SimMode = "lockstep",
-    native_node_ordering: bool = True,
-    speed: float = 100.0,
-    timeout: float = 600.0,
+    native_node_ordering: bool | None = None,
+    speed: float = DEFAULT_SPEED,
+    timeout: float = DEFAULT_TIMEOUT,
     progress: Callable[[str], ProgressFunc | None] | None = None,
 ) -> list[SimulationSummary]:
     """Runs the same generated workload once per run of :func:`plan_runs` (the label says

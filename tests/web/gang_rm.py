@@ -15,8 +15,11 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 
 from pyscheduler.common.resources import Resource
+from pyscheduler.service import SchedulerService
 from pyscheduler.si import messages as si
 from pyscheduler.testing import RecordingRM
+
+from served_routes import WithTestRoutes
 
 RM_ID = "gang"
 CONFIG = """
@@ -32,7 +35,7 @@ partitions:
 ONE_CORE = Resource({"vcore": 1000})
 
 
-def attach(service: Any) -> RecordingRM:
+def attach(service: SchedulerService) -> WithTestRoutes:
     rm = RecordingRM(timeout=10.0)
     proxy = service.proxy
     proxy.register_resource_manager(si.RegisterResourceManagerRequest(rm_id=RM_ID, policy_group="queues", config=CONFIG), rm)
@@ -70,5 +73,4 @@ def attach(service: Any) -> RecordingRM:
         members = [r.message.rsplit(": ", 1)[1] for r in replaced]
         return jsonify({key: rm.wait_for_allocation(key).node_id for key in members})
 
-    service.app.register_blueprint(bp)
-    return rm
+    return WithTestRoutes(rm, bp)

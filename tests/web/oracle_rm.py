@@ -26,11 +26,11 @@ from flask import Blueprint, jsonify
 
 from pyscheduler.common.resources import Resource
 from pyscheduler.si.events import EventRecord
+from pyscheduler.service import SchedulerService
 from pyscheduler.si import messages as si
 
 from event_oracle import CONFIG, RM_ID, STEPS  # noqa: F401 - re-exported for the test
-
-
+from served_routes import WithTestRoutes
 
 
 class OracleRM:
@@ -66,7 +66,7 @@ class OracleRM:
             return self.changed.wait_for(predicate, timeout)
 
 
-def attach(service: Any) -> OracleRM:
+def attach(service: SchedulerService) -> WithTestRoutes:
     rm = OracleRM()
     proxy = service.proxy
     events = proxy.context.event_system
@@ -109,5 +109,4 @@ def attach(service: Any) -> OracleRM:
                 termination_type=si.TerminationType.STOPPED_BY_RM),))))
         return done(rm.wait(lambda: rm.states.get("app-1") == "Completing"))
 
-    service.app.register_blueprint(bp)
-    return rm
+    return WithTestRoutes(rm, bp)

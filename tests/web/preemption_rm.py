@@ -17,8 +17,11 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 
 from pyscheduler.common.resources import Resource
+from pyscheduler.service import SchedulerService
 from pyscheduler.si import messages as si
 from pyscheduler.testing import RecordingRM
+
+from served_routes import WithTestRoutes
 
 RM_ID = "preempt"
 CONFIG = """
@@ -37,7 +40,7 @@ partitions:
 FOUR_CORES = Resource({"vcore": 4000})
 
 
-def attach(service: Any) -> RecordingRM:
+def attach(service: SchedulerService) -> WithTestRoutes:
     rm = RecordingRM(timeout=10.0)
     proxy = service.proxy
     proxy.register_resource_manager(si.RegisterResourceManagerRequest(rm_id=RM_ID, policy_group="queues", config=CONFIG), rm)
@@ -77,5 +80,4 @@ def attach(service: Any) -> RecordingRM:
                 termination_type=si.TerminationType.PREEMPTED_BY_SCHEDULER),))))
         return jsonify(rm.wait_for_allocation("starved-0").node_id)
 
-    service.app.register_blueprint(bp)
-    return rm
+    return WithTestRoutes(rm, bp)

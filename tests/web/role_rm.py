@@ -2,7 +2,7 @@
 role history tests over HTTP.
 
 It registers RM ``roles`` with the served configuration and 6 nodes (``node-0`` .. ``node-5``),
-then adds test-only routes through ``service.app``:
+then adds test-only routes (``served_routes.WithTestRoutes``):
 
 - ``POST /test/roles/start?app=A&key=K&role=R&count=N``: application A (history key K) with N
   asks of role R; answers once the RM has heard of all N allocations, with their nodes.
@@ -16,14 +16,17 @@ from typing import Any
 from flask import Blueprint, jsonify, request
 
 from pyscheduler.common.resources import Resource
+from pyscheduler.service import SchedulerService
 from pyscheduler.si import messages as si
 from pyscheduler.testing import RecordingRM
+
+from served_routes import WithTestRoutes
 
 RM_ID = "roles"
 NODES = [f"node-{i}" for i in range(6)]
 
 
-def attach(service: Any) -> RecordingRM:
+def attach(service: SchedulerService) -> WithTestRoutes:
     rm = RecordingRM(timeout=10.0)
     proxy = service.proxy
     proxy.register_resource_manager(
@@ -60,5 +63,4 @@ def attach(service: Any) -> RecordingRM:
             si.RemoveApplicationRequest(application_id=request.args["app"], partition_name="default"),)))
         return jsonify({})
 
-    service.app.register_blueprint(bp)
-    return rm
+    return WithTestRoutes(rm, bp)

@@ -7,7 +7,7 @@ embedded (``--rm``); the conftest puts this folder on the server's ``PYTHONPATH`
 It registers RM ``test`` with the served configuration, creates two nodes and a fixed set of
 applications (one running, one pending, one completed and removed), waits until the
 scheduler has placed what fits, and adds a few test-only routes under ``/test/`` (never part
-of the service) through ``service.app``:
+of the service), which the served app mounts (``served_routes.WithTestRoutes``):
 
 - ``POST /test/events?n=N``: add N QUEUE events straight to the event system and wait until
   they are stored; answers ``{"next_id": ...}``.
@@ -28,7 +28,10 @@ from flask import Blueprint, jsonify, request
 
 from pyscheduler.common.resources import Resource
 from pyscheduler.si.events import EventRecord
+from pyscheduler.service import SchedulerService
 from pyscheduler.si import messages as si
+
+from served_routes import WithTestRoutes
 
 RM_ID = "test"
 GIB = 1 << 30
@@ -67,7 +70,7 @@ class ScenarioRM:
         raise RuntimeError(f"scenario: only {self.allocated} allocated")
 
 
-def attach(service: Any) -> ScenarioRM:
+def attach(service: SchedulerService) -> WithTestRoutes:
     rm = ScenarioRM()
     proxy = service.proxy
     proxy.register_resource_manager(
@@ -157,11 +160,10 @@ def attach(service: Any) -> ScenarioRM:
         )
     )
     service.event_system.flush(5.0)
-    service.app.register_blueprint(_test_routes(service))
-    return rm
+    return WithTestRoutes(rm, _test_routes(service))
 
 
-def _test_routes(service: Any) -> Blueprint:
+def _test_routes(service: SchedulerService) -> Blueprint:
     bp = Blueprint("scenario_test_routes", __name__)
     events = service.event_system
 

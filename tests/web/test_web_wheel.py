@@ -24,8 +24,10 @@ def test_web_wheel_contents_and_metadata() -> None:
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         metadata = next(archive.read(n).decode() for n in names if n.endswith(".dist-info/METADATA"))
-    for module in ("app", "service", "errors", "http", "gunicorn_conf", "streams", "metrics", "demo", "server"):
+    for module in ("app", "service", "rm_routes", "errors", "http", "gunicorn_conf", "streams", "demo", "server"):
         assert f"pyscheduler_web/{module}.py" in names
+    for source in ("__init__", "source", "events", "event_streams", "role_history", "reporter", "preemption", "scheduler"):
+        assert f"pyscheduler_web/metrics/{source}.py" in names
     for family in ("events", "partitions", "queues", "nodes", "applications", "usage", "scheduler", "debug"):
         assert f"pyscheduler_web/blueprints/{family}.py" in names
     assert "pyscheduler_web/py.typed" in names

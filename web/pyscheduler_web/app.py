@@ -1,9 +1,10 @@
 """The Flask application factory.
 
-``create_app()`` builds the app and starts one scheduler in the calling process
-(:class:`~pyscheduler_web.service.SchedulerService`: RM proxy, cluster context, scheduling
-loop, history, health checks, and the embedded RMs). Under gunicorn it runs in the worker
-(never ``preload_app``), which the gunicorn configuration keeps to exactly one: each worker
+``create_app()`` builds the app around one scheduler (the core's
+:class:`~pyscheduler.service.SchedulerService`: RM proxy, cluster context, scheduling loop,
+history, health checks, and the embedded RMs), starts it in the calling process and then
+mounts the routes its RMs declare (:mod:`pyscheduler_web.rm_routes`). Under gunicorn it runs
+in the worker (never ``preload_app``), which the gunicorn configuration keeps to exactly one: each worker
 would otherwise hold a scheduler of its own. The service is stopped by the worker's exit
 hook (:mod:`pyscheduler_web.gunicorn_conf`) and, failing that, at interpreter exit.
 
@@ -24,11 +25,13 @@ from flask import Flask, Response, request
 from werkzeug.http import HTTP_STATUS_CODES
 from werkzeug.routing import Rule
 
+from pyscheduler.service import SchedulerService
 from pyscheduler_web.blueprints import all_blueprints
 from pyscheduler_web.errors import HttpRouterFallback, install_error_handlers
 from pyscheduler_web.http import MAX_BODY_BYTES, compress_response
 from pyscheduler_web.metrics import Metrics
-from pyscheduler_web.service import SchedulerService, ServeOptions
+from pyscheduler_web.rm_routes import mount_rm_routes
+from pyscheduler_web.service import ServeOptions, build_service
 from pyscheduler_web.streams import StreamRegistry
 
 __all__ = ["WebState", "create_app"]
@@ -65,12 +68,14 @@ class WebState:
 def create_app(options: ServeOptions | None = None, *, service: SchedulerService | None = None, start: bool = True) -> Flask:
     """Build the app and (``start``) start its scheduler.
 
-    ``options`` defaults to :meth:`ServeOptions.from_env`; ``service`` to a new
-    :class:`SchedulerService` built from them. The service is reachable as
-    ``app.extensions["pyscheduler"].service``.
+    ``options`` defaults to :meth:`ServeOptions.from_env`; ``service`` to the service built
+    from them (:func:`~pyscheduler_web.service.build_service`). The service is reachable as
+    ``app.extensions["pyscheduler"].service``. With ``start``, a service that fails to start
+    (an RM that fails to attach) raises here, and so does a declared route that cannot be
+    mounted (the service is stopped first).
     """
     if service is None:
-        service = SchedulerService(options or ServeOptions.from_env())
+        service = build_service(options or ServeOptions.from_env())
     app = RestFlask("pyscheduler_web", static_folder=None)
     app.config.update(PROVIDE_AUTOMATIC_OPTIONS=False, MAX_CONTENT_LENGTH=MAX_BODY_BYTES)
     # httprouter cleans paths itself (and redirects); Werkzeug must not merge slashes first.
@@ -89,8 +94,12 @@ def create_app(options: ServeOptions | None = None, *, service: SchedulerService
         response.status = f"{response.status_code} {HTTP_STATUS_CODES.get(response.status_code, 'Unknown')}"
         return compress_response(response, request.headers, request.path)
 
-    service.app = app
     if start:
         service.start()
         atexit.register(service.stop)
+        try:
+            mount_rm_routes(app, service)
+        except BaseException:
+            service.stop()
+            raise
     return app

@@ -14,6 +14,10 @@ Everything random comes from one ``random.Random(seed)``, so the sequence of app
 asks is the same on every run (timings follow the real clock and the scheduling thread).
 Unlike :class:`pyscheduler.sim.SimulatedRM`, which plays a finite workload on a simulated
 clock against a core of its own, this one runs in real time against the served core.
+
+:func:`attach_demo` attaches it to a :class:`~pyscheduler.service.SchedulerService` as any RM
+attaches (``service.attach``), with two example node reporter plugins (topology labels and a
+reclaim advice) so that ``/ws/v1/reporters`` has something to show.
 """
 
 from __future__ import annotations
@@ -29,11 +33,13 @@ from pyscheduler.common.background import BackgroundThread
 from pyscheduler.common.resources import MEMORY, VCORE, Resource
 from pyscheduler.config.loader import parse_and_validate
 from pyscheduler.config.queues import QueueConfig
+from pyscheduler.reporter.examples import ReclaimAdvisor, TopologyLabeller
+from pyscheduler.service import SchedulerService
 from pyscheduler.si.events import EventRecord
 from pyscheduler.si import messages as si
 from pyscheduler.rmproxy.proxy import RMProxy
 
-__all__ = ["DemoRM", "DemoSettings", "leaf_queues"]
+__all__ = ["DemoRM", "DemoSettings", "attach_demo", "leaf_queues"]
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +95,16 @@ def leaf_queues(config_text: str, partition: str = "default") -> list[str]:
 
     walk(chosen.queues, chosen.queues.name)
     return leaves or ["root.default"]
+
+
+def attach_demo(service: SchedulerService, seed: int = 1) -> DemoRM:
+    """The demo RM started against ``service`` with its configuration, and the example
+    reporter plugins registered with the service's reporter manager."""
+    demo = DemoRM(service.proxy, service.config_text, DemoSettings(seed=seed))
+    demo.start()
+    service.reporters.register(TopologyLabeller(service.context))
+    service.reporters.register(ReclaimAdvisor(service.context))
+    return demo
 
 
 class DemoRM:

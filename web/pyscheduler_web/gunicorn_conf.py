@@ -45,6 +45,7 @@ import sys
 from typing import Any
 
 __all__ = [
+    "DEFAULT_BIND",
     "DEFAULT_MAX_CONNECTIONS",
     "DEFAULT_MAX_STREAMS",
     "connection_cap",
@@ -53,6 +54,8 @@ __all__ = [
     "stream_budget",
 ]
 
+#: YuniKorn listens on :9080; the service binds to the loopback interface unless told otherwise.
+DEFAULT_BIND = "127.0.0.1:9080"
 #: YuniKorn's ``event.maxStreams`` default: the streams the thread pool is sized for.
 DEFAULT_MAX_STREAMS = 100
 #: Threads kept for ordinary (non-stream) requests.
@@ -101,7 +104,7 @@ def _max_connections() -> int:
     return value
 
 
-bind = os.environ.get("PYSCHEDULER_BIND", "127.0.0.1:9080")
+bind = os.environ.get("PYSCHEDULER_BIND", DEFAULT_BIND)
 workers = 1
 # gunicorn's threaded worker, hardened against slow and idle clients (pyscheduler_web.worker).
 worker_class = "pyscheduler_web.worker.ServingWorker"

@@ -15,7 +15,7 @@ import traceback
 
 from flask import Blueprint, Response
 
-from pyscheduler_web.blueprints import ctx, dao, service
+from pyscheduler_web.blueprints.common import ctx, dao, service
 from pyscheduler_web.http import go_redirect, json_response, web_state, write_headers
 
 bp = Blueprint("debug", __name__)

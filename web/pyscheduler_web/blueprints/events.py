@@ -21,7 +21,7 @@ from flask import Blueprint, Response, request
 
 from pyscheduler.events import EventIdOutOfRangeError
 
-from pyscheduler_web.blueprints import service
+from pyscheduler_web.blueprints.common import service
 from pyscheduler_web.http import HTTPError, json_body, json_bytes_response, parse_uint_param, web_state, write_headers
 from pyscheduler_web.streams import StreamBody, stream_body
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from flask import Blueprint
 
-from pyscheduler_web.blueprints import ctx, dao, get_json
+from pyscheduler_web.blueprints.common import ctx, dao, get_json
 
 bp = Blueprint("nodes", __name__)
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from flask import Blueprint, request
 
-from pyscheduler_web.blueprints import ctx, dao, get_json
+from pyscheduler_web.blueprints.common import ctx, dao, get_json
 from pyscheduler_web.http import query_unescape
 
 bp = Blueprint("queues", __name__)

@@ -11,7 +11,7 @@ from typing import Any
 from flask import Blueprint
 
 from pyscheduler.reporter import views
-from pyscheduler_web.blueprints import ctx, get_json, service
+from pyscheduler_web.blueprints.common import ctx, get_json, service
 
 bp = Blueprint("reporters", __name__)
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from flask import Blueprint, Response, request
 
-from pyscheduler_web.blueprints import ctx, dao, get_json, service
+from pyscheduler_web.blueprints.common import ctx, dao, get_json, service
 from pyscheduler_web.http import POST_METHODS, json_response, read_body, web_state, write_headers
 
 bp = Blueprint("scheduler", __name__)
