@@ -1,4 +1,4 @@
-"""An API server that is away (issue 32's fault test): the shim's watch and list loops say so in
+"""An API server that is away (issue 32's fault test): the shim's informers (watch and list loops) say so in
 one warning line per failure, without a traceback (the traceback goes to the debug log), and
 keep trying. The client is the shim's real one, pointed at a loopback port nothing listens on."""
 
@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from pyscheduler.rmproxy.proxy import RMProxy
-from pyscheduler_k8s import shim as shim_module
+from pyscheduler_k8s import informers as informers_module
+from pyscheduler_k8s.counts import ShimCounts
+from pyscheduler_k8s.informers import Informer, retrying
 from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi
-from pyscheduler_k8s.shim import KubeShim
 
 
 def _closed_port() -> int:
@@ -25,11 +25,10 @@ def _closed_port() -> int:
 
 def test_an_api_server_away_is_one_warning_line_per_failure(caplog: pytest.LogCaptureFixture,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(shim_module, "RETRY_DELAY", 0.05)
+    monkeypatch.setattr(informers_module, "RETRY_DELAY", 0.05)
     api = KubeApi(ClusterAccess(server=f"https://127.0.0.1:{_closed_port()}", token="t", verify=False))
-    proxy = RMProxy()
-    shim = KubeShim(proxy, api, "")
-    caplog.set_level(logging.WARNING, logger="pyscheduler_k8s.shim")
+    stop, counts = threading.Event(), ShimCounts()
+    caplog.set_level(logging.WARNING, logger="pyscheduler_k8s.informers")
     relisted: list[str] = []
 
     def relist() -> str:
@@ -37,18 +36,17 @@ def test_an_api_server_away_is_one_warning_line_per_failure(caplog: pytest.LogCa
         relisted.append(version)
         return version
 
-    watcher = threading.Thread(target=shim._follow, args=("/api/v1/nodes", "1", lambda *a: None, relist), daemon=True)
-    lister = threading.Thread(target=shim._retrying, args=(relist,), daemon=True)
-    watcher.start()
+    watcher = Informer(api, "nodes", "/api/v1/nodes", lambda *a: None, relist, stop=stop, counts=counts)
+    lister = threading.Thread(target=retrying, args=(relist, stop, counts), daemon=True)
+    watcher.start("1")
     lister.start()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and len(caplog.records) < 6:
         time.sleep(0.05)
-    shim._stop.set()
-    watcher.join(5)
+    stop.set()
+    watcher.stop()
     lister.join(5)
-    proxy.stop()
-    records = [r for r in caplog.records if r.name == "pyscheduler_k8s.shim"]
+    records = [r for r in caplog.records if r.name == "pyscheduler_k8s.informers"]
     assert len(records) >= 6 and not relisted
     watches = [r for r in records if r.getMessage().startswith("watch /api/v1/nodes failed")]
     lists = [r for r in records if r.getMessage().startswith("listing failed")]

@@ -16,15 +16,20 @@ The queues come from the ``pyscheduler-configs`` (else ``yunikorn-configs``) Con
 from __future__ import annotations
 
 import os
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
+from pyscheduler.service.rm import Route
 from pyscheduler_k8s.kubeapi import SERVICE_ACCOUNT_DIR, ClusterAccess, KubeApi
 from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES
 from pyscheduler_k8s.leader import LeaseSettings, default_identity
-from pyscheduler_k8s.replica import Replica
+from pyscheduler_k8s.replica import LEADERSHIP_RULE, Replica
 from pyscheduler_k8s.shim import DEFAULT_QUEUES, KubeShim, ShimOptions
 
-__all__ = ["KubeShim", "Replica", "ShimOptions", "attach"]
+if TYPE_CHECKING:
+    from pyscheduler.service import SchedulerService
+
+__all__ = ["KubeShim", "Replica", "ShimOptions", "SoleShim", "attach"]
 
 
 def _namespace() -> str:
@@ -37,11 +42,31 @@ def _namespace() -> str:
         return "default"
 
 
-def attach(service: Any) -> Replica | KubeShim:
+class SoleShim:
+    """The shim started without leader election: the only replica, always the leader. It
+    declares the same ``GET /ws/v1/k8s/leadership`` as a :class:`Replica` does."""
+
+    def __init__(self, shim: KubeShim) -> None:
+        self.shim = shim
+
+    def start(self) -> None:
+        self.shim.start()
+
+    def stop(self) -> None:
+        self.shim.stop()
+
+    def status(self) -> Mapping[str, object]:
+        return {"role": "leader", "identity": "", "holder": "", "lease": ""}
+
+    def routes(self) -> Sequence[Route]:
+        return (Route(LEADERSHIP_RULE, "k8s_leadership", self.status),)
+
+
+def attach(service: SchedulerService) -> Replica | SoleShim:
     """The ``--rm`` entry point: the shim on the cluster the environment names, behind leader
     election (``PYSCHEDULER_K8S_LEADER_ELECTION``, default on: a Lease ``pyscheduler`` in the
-    shim's namespace) or started at once; ``GET /ws/v1/k8s/leadership`` says which replica
-    leads."""
+    shim's namespace) or started at once; either declares ``GET /ws/v1/k8s/leadership``
+    (which replica leads) through ``routes()``."""
     names = tuple(n.strip() for n in os.environ.get("PYSCHEDULER_K8S_SCHEDULER_NAMES", "").split(",") if n.strip())
     access = ClusterAccess.discover(os.environ.get("PYSCHEDULER_K8S_KUBECONFIG") or None)
     api = KubeApi(access)
@@ -49,24 +74,15 @@ def attach(service: Any) -> Replica | KubeShim:
 
     # Without --config the queues are YuniKorn's default (the namespace placement rule), not
     # the service's own (everything in root.default); a ConfigMap overrides either.
-    given = getattr(getattr(service, "options", None), "config_path", None) is not None
-    config_text = service.config_text if given else DEFAULT_QUEUES
+    config_text = service.config_text if service.options.config_path is not None else DEFAULT_QUEUES
 
     def make_shim() -> KubeShim:
         return KubeShim(service.proxy, api, config_text, options)
 
     if os.environ.get("PYSCHEDULER_K8S_LEADER_ELECTION", "true").strip().lower() in ("0", "false", "no", "off"):
-        shim = make_shim()
-        shim.start()
-        _route(service, lambda: {"role": "leader", "identity": "", "holder": "", "lease": ""})
-        return shim
+        sole = SoleShim(make_shim())
+        sole.start()
+        return sole
     replica = Replica(make_shim, api, default_identity(), LeaseSettings(namespace=options.namespace))
     replica.start()
-    _route(service, replica.status)
     return replica
-
-
-def _route(service: Any, status: Any) -> None:
-    app = getattr(service, "app", None)
-    if app is not None:
-        app.add_url_rule("/ws/v1/k8s/leadership", "k8s_leadership", status)

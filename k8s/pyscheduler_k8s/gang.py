@@ -36,13 +36,14 @@ from typing import Any, Final
 
 import orjson
 
+from pyscheduler.si import messages as si
 from pyscheduler_k8s.pods import PLACEHOLDER_ANNOTATION, TASK_GROUP_NAME_ANNOTATION, resources_of
 from pyscheduler_k8s.quantity import QuantityError
 
 __all__ = ["GangError", "GangSpec", "TaskGroup", "gang_of", "placeholder_ask", "placeholder_pods"]
 
-TASK_GROUPS_ANNOTATION: Final = "yunikorn.apache.org/task-groups"
-POLICY_ANNOTATION: Final = "yunikorn.apache.org/schedulingPolicyParameters"
+TASK_GROUPS_ANNOTATION: Final = si.DOMAIN_YUNIKORN + "task-groups"
+POLICY_ANNOTATION: Final = si.DOMAIN_YUNIKORN + "schedulingPolicyParameters"
 PLACEHOLDER_LABEL: Final = "placeholder"
 PLACEHOLDER_IMAGE: Final = "registry.k8s.io/pause:3.7"
 PLACEHOLDER_CONTAINER: Final = "pause"

@@ -10,7 +10,9 @@ that try at once cannot both win (one gets 409 Conflict). A leader that cannot r
 takes over at its next retry instead of after the lease duration.
 
 ``on_started_leading`` runs on its own thread (starting the shim lists the whole cluster, and
-renewals must go on meanwhile); ``on_stopped_leading`` on the elector's thread.
+renewals must go on meanwhile); ``on_stopped_leading`` on the elector's thread. Both threads are
+:class:`~pyscheduler.common.background.BackgroundThread` s: the elector's steps every
+``retry_period``, the start is a one-shot.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from pyscheduler.common.background import BackgroundThread
 from pyscheduler_k8s.kubeapi import KubeApi, KubeApiError
 
 __all__ = ["LeaderElector", "LeaseSettings", "default_identity"]
@@ -57,8 +60,9 @@ class LeaderElector:
         self._on_started = on_started_leading
         self._on_stopped = on_stopped_leading
         self._clock = clock
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread = BackgroundThread("k8s-leader-election", self._step, interval=settings.retry_period)
+        #: The last ``on_started_leading`` call's thread.
+        self._starter: BackgroundThread | None = None
         self._lock = threading.Lock()
         self._leader = False
         #: The holder last seen, and the record (holder, renew time) with when it was seen to change.
@@ -84,15 +88,12 @@ class LeaderElector:
             return self._leader
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="k8s-leader-election", daemon=True)
         self._thread.start()
 
     def stop(self, *, release: bool = True) -> None:
         """Stops taking part; a leader steps down (``release``: and empties the Lease's holder
         so a standby takes over at once; False plays a replica that died)."""
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10.0)
+        self._thread.stop(timeout=10.0)
         if self.is_leader:
             if release:
                 self._release()
@@ -100,26 +101,26 @@ class LeaderElector:
 
     # -- the loop -----------------------------------------------------------------------------------
 
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            try:
-                held = self._try_acquire_or_renew()
-            except Exception:  # the API server is unreachable or answered nonsense: retry
-                log.exception("lease %s: acquire or renew failed", self.path)
-                held = False
-            now = self._clock()
-            if held:
-                self._last_renew = now
-                if not self.is_leader:
-                    with self._lock:
-                        self._leader = True
-                    log.info("%s leads (lease %s)", self.identity, self.path)
-                    threading.Thread(target=self._on_started, name="k8s-leader-start", daemon=True).start()
-            elif self.is_leader and now - self._last_renew > self.settings.renew_deadline:
-                log.warning("%s could not renew lease %s for %g s: stepping down", self.identity, self.path,
-                            self.settings.renew_deadline)
-                self._step_down()
-            self._stop.wait(self.settings.retry_period)
+    def _step(self) -> None:
+        """One acquire-or-renew (the thread steps every ``retry_period``)."""
+        try:
+            held = self._try_acquire_or_renew()
+        except Exception:  # the API server is unreachable or answered nonsense: retry
+            log.exception("lease %s: acquire or renew failed", self.path)
+            held = False
+        now = self._clock()
+        if held:
+            self._last_renew = now
+            if not self.is_leader:
+                with self._lock:
+                    self._leader = True
+                log.info("%s leads (lease %s)", self.identity, self.path)
+                self._starter = BackgroundThread("k8s-leader-start", self._on_started, interval=0)
+                self._starter.start()
+        elif self.is_leader and now - self._last_renew > self.settings.renew_deadline:
+            log.warning("%s could not renew lease %s for %g s: stepping down", self.identity, self.path,
+                        self.settings.renew_deadline)
+            self._step_down()
 
     def _step_down(self) -> None:
         with self._lock:

@@ -14,20 +14,23 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from pyscheduler.service.rm import Route
 from pyscheduler_k8s.kubeapi import KubeApi
 from pyscheduler_k8s.leader import LeaderElector, LeaseSettings
 from pyscheduler_k8s.shim import KubeShim
 
-__all__ = ["Replica"]
+__all__ = ["LEADERSHIP_RULE", "Replica"]
 
 log = logging.getLogger(__name__)
 
 #: Seconds before a shim that did not start is started again (doubled each time, up to the maximum).
 START_RETRY: Final = 1.0
 START_RETRY_MAX: Final = 30.0
+#: Where the served scheduler says which replica leads (:meth:`Replica.status`).
+LEADERSHIP_RULE: Final = "/ws/v1/k8s/leadership"
 
 
 class Replica:
@@ -80,6 +83,10 @@ class Replica:
             else:
                 status["shim"] = "stopped"
         return status
+
+    def routes(self) -> Sequence[Route]:
+        """``GET /ws/v1/k8s/leadership``: :meth:`status` (for the service this replica is attached to)."""
+        return (Route(LEADERSHIP_RULE, "k8s_leadership", self.status),)
 
     def _lead(self) -> None:
         with self._lock:

@@ -21,14 +21,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from pyscheduler.si.vocabulary import HISTORY_KEY_TAG, ROLE_TAG  # the core's tags, re-exported
+
 __all__ = ["HISTORY_KEY_LABEL", "HISTORY_KEY_TAG", "ROLE_LABEL", "ROLE_TAG", "history_key_of", "role_of"]
 
 ROLE_LABEL: Final = "pyscheduler.io/role"
 COMPONENT_LABEL: Final = "app.kubernetes.io/component"
 HISTORY_KEY_LABEL: Final = "pyscheduler.io/history-key"
-#: The core's tags (an ask's role, the history its application's or ask's roles use).
-ROLE_TAG: Final = "pyscheduler.io/role"
-HISTORY_KEY_TAG: Final = "pyscheduler.io/role-history-key"
 #: Set on a StatefulSet's pods by its controller (Kubernetes 1.28 and later).
 POD_INDEX_LABEL: Final = "apps.kubernetes.io/pod-index"
 POD_TEMPLATE_HASH_LABEL: Final = "pod-template-hash"

@@ -6,6 +6,7 @@ must not queue without bound: :class:`CoalescingWriter` keeps, per key, only the
 not yet written, and its own threads write them in the order the keys first became pending.
 The number of waiting writes is bounded by the number of distinct keys (the pods the shim
 knows); a key submitted again before its write ran is written once, with the newest value.
+Its threads are :class:`~pyscheduler.common.background.BackgroundThread` s, each step one write.
 """
 
 from __future__ import annotations
@@ -14,13 +15,17 @@ import logging
 import threading
 from collections import deque
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Final, Generic, TypeVar
+
+from pyscheduler.common.background import BackgroundThread
 
 __all__ = ["CoalescingWriter"]
 
 log = logging.getLogger(__name__)
 
 V = TypeVar("V")
+#: A writer thread that found the writer stopped sleeps this long, i.e. until its stop wakes it.
+_IDLE: Final = 3600.0
 
 
 class CoalescingWriter(Generic[V]):
@@ -33,7 +38,7 @@ class CoalescingWriter(Generic[V]):
         self._newest: dict[str, V] = {}
         self._order: deque[str] = deque()
         self._stopped = False
-        self._threads: list[threading.Thread] = []
+        self._threads: list[BackgroundThread] = []
 
     def submit(self, key: str, value: V) -> None:
         with self._lock:
@@ -56,7 +61,7 @@ class CoalescingWriter(Generic[V]):
 
     def start(self, threads: int) -> None:
         for n in range(threads):
-            thread = threading.Thread(target=self._run, name=f"{self._name}-{n}", daemon=True)
+            thread = BackgroundThread(f"{self._name}-{n}", self._step, interval=_IDLE)
             thread.start()
             self._threads.append(thread)
 
@@ -66,21 +71,24 @@ class CoalescingWriter(Generic[V]):
             self._newest.clear()
             self._order.clear()
             self._lock.notify_all()
-        for thread in self._threads:
-            thread.join(timeout)
+        threads, self._threads = self._threads, []
+        for thread in threads:
+            thread.stop(timeout)
 
-    def _run(self) -> None:
-        while True:
-            with self._lock:
+    def _step(self) -> bool:
+        """One write (the oldest pending key's newest value); False once stopped."""
+        with self._lock:
+            while True:
                 while not self._order and not self._stopped:
                     self._lock.wait()
                 if self._stopped:
-                    return
+                    return False
                 key = self._order.popleft()
-                if key not in self._newest:
-                    continue  # discarded
-                value = self._newest.pop(key)
-            try:
-                self._write(key, value)
-            except Exception:  # one failed write must not stop the others
-                log.exception("%s: writing %s failed", self._name, key)
+                if key in self._newest:
+                    break  # else discarded: the next one
+            value = self._newest.pop(key)
+        try:
+            self._write(key, value)
+        except Exception:  # one failed write must not stop the others
+            log.exception("%s: writing %s failed", self._name, key)
+        return True

@@ -1,0 +1,144 @@
+"""The pods' watch events turned into the cache's records and the core's asks (YuniKorn's pod
+event handlers): a pod of another scheduler bound to a node occupies it (a *foreign*
+allocation); a pod of ours already bound is an existing allocation (a restart recovers it, never
+binds it again); a pending pod of ours is an ask of its application (:mod:`.pods`; the first pod
+of an application adds it, a gang's first pod creates its placeholders: :mod:`.gang`).
+
+A pod with gates gets kube-scheduler's ``SchedulingGated`` condition and no ask until its last
+gate goes; a pod whose problem is on it (a selector Kubernetes would refuse, a task-groups
+annotation that does not parse...) is held with the problem as its ``Unschedulable`` reason; a
+pod of an application the core refused is failed with the core's reason.
+
+A pod that succeeds, fails or is deleted releases its allocation (or withdraws its ask; a
+release the core asked for is confirmed with the core's termination type); the last pod of an
+application removes the application. A fresh list (after a watch expired) reconciles: what
+disappeared meanwhile is released, what appeared is added.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from pyscheduler.si import messages as si
+from pyscheduler_k8s.cache.cluster import DELETED
+from pyscheduler_k8s.cache.task_state import RELEASE_ON_END_STATES, TaskState
+from pyscheduler_k8s.cache.tasks import AddedPod, TaskCache
+from pyscheduler_k8s.cluster_index import PodConstraints, pod_constraints
+from pyscheduler_k8s.core_client import CoreClient
+from pyscheduler_k8s.event_recorder import GATED_MESSAGE, SCHEDULING_GATED, EventRecorder
+from pyscheduler_k8s.gang import GangError, GangSpec, gang_of
+from pyscheduler_k8s.kubeapi import KubeApi
+from pyscheduler_k8s.pod_writes import APPLICATION_REJECTED, PodWrites
+from pyscheduler_k8s.pods import PodView, is_terminal, pod_view
+from pyscheduler_k8s.predicates import host_ports
+from pyscheduler_k8s.selectors import SelectorError
+
+__all__ = ["PODS_PATH", "PodEvents"]
+
+PODS_PATH = "/api/v1/pods"
+
+
+def _gated(pod: Mapping[str, Any]) -> bool:
+    return bool((pod.get("spec") or {}).get("schedulingGates"))
+
+
+def _constraints_of(pod: Mapping[str, Any]) -> tuple[PodConstraints | None, str]:
+    """The pod's inter-pod constraints, or why they cannot be read (a selector Kubernetes
+    would refuse)."""
+    try:
+        return pod_constraints(pod), ""
+    except SelectorError as exc:
+        return None, str(exc)
+
+
+class PodEvents:
+    def __init__(self, api: KubeApi, tasks: TaskCache, core: CoreClient, recorder: EventRecorder, writes: PodWrites,
+                 scheduler_names: tuple[str, ...]) -> None:
+        self._api = api
+        self._tasks = tasks
+        self._core = core
+        self._recorder = recorder
+        self._writes = writes
+        self._scheduler_names = scheduler_names
+
+    def relist(self) -> str:
+        """Lists every pod and reconciles (see the module doc); the list's version."""
+        items, version = self._api.list(PODS_PATH)
+        present = {str((p.get("metadata") or {}).get("uid", "")) for p in items}
+        for raw in self._tasks.missing(present):
+            self.handle(DELETED, raw)
+        # Bound pods first: an application that already runs is recovered from its bound pods,
+        # so a pending pod of it never makes it a new gang (no second set of placeholders).
+        for item in sorted(items, key=lambda pod: not (pod.get("spec") or {}).get("nodeName")):
+            self.handle("ADDED", item)
+        return version
+
+    def handle(self, kind: str, pod: dict[str, Any]) -> None:
+        view = pod_view(pod)
+        if not view.uid:
+            return
+        if kind == DELETED or is_terminal(pod):
+            self._gone(view)
+            return
+        ours = view.scheduler_name in self._scheduler_names
+        gated = ours and not view.node_name and _gated(pod)
+        bound_elsewhere = self._tasks.update_pod(view, pod, gated)
+        if bound_elsewhere is not None:
+            if bound_elsewhere:  # a pending pod of ours bound by someone else: its ask goes, its allocation stays
+                self._core.release(view.app_id, view.uid, si.TerminationType.STOPPED_BY_RM, "bound by another binder")
+                self._core.ask(view)
+            return
+        constraints, problem = _constraints_of(pod)
+        if problem and ours and not view.problem and not view.node_name:
+            view = replace(view, problem=f"pod {view.key}: {problem}")
+        gang: GangSpec | None = None
+        if ours and not view.problem and not view.node_name and not gated:
+            try:
+                gang = gang_of(pod)
+            except GangError as exc:
+                view = replace(view, problem=f"pod {view.key}: {exc}")
+        added = self._tasks.add_pod(view, pod, ours=ours, gated=gated, constraints=constraints,
+                                    ports=frozenset(host_ports(pod)), gang=gang)
+        if added is not None:
+            self._added(added, pod)
+
+    def _added(self, added: AddedPod, pod: dict[str, Any]) -> None:
+        """What a pod first seen needs, by the state it was born in."""
+        view, state = added.view, added.state
+        if state is TaskState.FOREIGN:
+            self._core.foreign(view)
+            return
+        if state is TaskState.GATED:
+            self._recorder.mark_pending(view.uid, GATED_MESSAGE, SCHEDULING_GATED)
+            return
+        if state is TaskState.HELD:
+            if added.refused is not None:
+                self._writes.submit(self._writes.fail_pods, [view.uid], APPLICATION_REJECTED, added.refused)
+            else:
+                self._recorder.mark_unschedulable(view.uid, view.problem)
+            return
+        if added.new_app:
+            self._core.add_application(view, added.gang)
+            if added.gang is not None and not view.placeholder:
+                self._writes.submit(self._writes.create_placeholders, view.app_id, added.gang, pod)
+        if state is TaskState.WAITING:
+            if added.gang_failed:
+                self._writes.submit(self._writes.fail_pods, [view.uid])
+            return
+        self._core.ask(view)
+
+    def _gone(self, view: PodView) -> None:
+        """The pod ended or was deleted (see the module doc)."""
+        gone = self._tasks.remove_pod(view.uid)
+        self._recorder.forget(view.uid)
+        if gone is None:
+            return
+        task = gone.task
+        if task.state in RELEASE_ON_END_STATES:
+            self._core.release("" if task.state is TaskState.FOREIGN else task.view.app_id, view.uid,
+                               task.ending or si.TerminationType.STOPPED_BY_RM,
+                               "pod deleted" if task.ending else "pod ended")
+        if gone.app_left:
+            self._core.remove_application(task.view.app_id)
