@@ -118,3 +118,16 @@ def test_an_rm_without_a_required_method_is_refused_at_registration() -> None:
         assert w.context.registered_rms() == [] and w.context.partitions == {}
     finally:
         w.close()
+
+
+def test_the_proxy_is_the_sis_scheduler_api() -> None:
+    """An RM holds the core as ``si.api.SchedulerAPI``; the proxy is one (structurally)."""
+    from pyscheduler.rmproxy.proxy import RMProxy
+    from pyscheduler.si.api import SchedulerAPI
+
+    proxy = RMProxy()
+    try:
+        assert isinstance(proxy, SchedulerAPI)
+        assert not isinstance(object(), SchedulerAPI)
+    finally:
+        proxy.stop()

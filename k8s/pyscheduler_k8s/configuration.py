@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pyscheduler.common.errors import ConfigError
+from pyscheduler.si.api import SchedulerAPI
 from pyscheduler.si import messages as si
+from pyscheduler.si.callback import ResourceManagerCallback
 from pyscheduler_k8s.counts import ShimCounts
 from pyscheduler_k8s.event_recorder import EventRecorder
 from pyscheduler_k8s.kubeapi import KubeApi
@@ -43,7 +45,7 @@ class _ConfigSource:
 
 
 class Configuration:
-    def __init__(self, api: KubeApi, proxy: Any, recorder: EventRecorder, counts: ShimCounts, *, rm_id: str,
+    def __init__(self, api: KubeApi, proxy: SchedulerAPI, recorder: EventRecorder, counts: ShimCounts, *, rm_id: str,
                  namespace: str, config_text: str) -> None:
         self._api = api
         self._proxy = proxy
@@ -59,7 +61,7 @@ class Configuration:
     def path(self) -> str:
         return f"/api/v1/namespaces/{self._namespace}/configmaps"
 
-    def register(self, callback: Any) -> str:
+    def register(self, callback: ResourceManagerCallback) -> str:
         """Registers the shim with the core under the configuration found; the ConfigMaps'
         version to watch from. Raises :class:`ConfigError` when the ConfigMap's configuration is
         invalid (said on the ConfigMap as an ``InvalidConfiguration`` event)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from pyscheduler.si.api import SchedulerAPI
 from pyscheduler.si import messages as si
 from pyscheduler_k8s.cache.cluster import ClusterCache, si_resource
 from pyscheduler_k8s.cache.tasks import TaskCache
@@ -25,7 +26,7 @@ __all__ = ["CoreClient"]
 
 
 class CoreClient:
-    def __init__(self, proxy: Any, rm_id: str, partition: str, cluster: ClusterCache, tasks: TaskCache) -> None:
+    def __init__(self, proxy: SchedulerAPI, rm_id: str, partition: str, cluster: ClusterCache, tasks: TaskCache) -> None:
         self.proxy = proxy
         self.rm_id = rm_id
         self.partition = partition

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from pyscheduler.si.api import SchedulerAPI
 from pyscheduler_k8s.binder import Binder
 from pyscheduler_k8s.cache import ShimCache
 from pyscheduler_k8s.callback import ShimCallback
@@ -90,7 +91,7 @@ class ShimOptions:
 
 
 class KubeShim:
-    def __init__(self, proxy: Any, api: KubeApi, config_text: str, options: ShimOptions | None = None,
+    def __init__(self, proxy: SchedulerAPI, api: KubeApi, config_text: str, options: ShimOptions | None = None,
                  *, clock: Callable[[], float] = time.time) -> None:
         self.proxy = proxy
         self.api = api

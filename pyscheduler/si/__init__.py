@@ -9,6 +9,8 @@ the test kit can all depend on it without depending on each other (YuniKorn's
   ``ApplicationState``, ``SchedulingReason``, ...). Built with :mod:`~pyscheduler.si.construction`.
 - :mod:`~pyscheduler.si.vocabulary`: the tag and attribute names (``HOST_NAME``,
   ``TAG_REQUIRED_NODE``, ``FOREIGN``, ``ROLE_TAG``, ...), re-exported by ``messages``.
+- :mod:`~pyscheduler.si.api`: what the core offers an RM (:class:`SchedulerAPI`, YuniKorn's
+  ``api.SchedulerAPI``); an RM holds the core as this type.
 - :mod:`~pyscheduler.si.callback`: what an RM implements so the core can answer
   (:class:`ResourceManagerCallback`, plus the optional :class:`PredicatesPlugin` and
   :class:`PreemptionPredicatesPlugin`).
