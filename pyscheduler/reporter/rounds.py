@@ -250,7 +250,8 @@ class NodeReporter:
             except Exception:  # a broken watch ends; polls go on
                 log.exception("reporter plugin %s: its watch failed (polls go on)", name)
 
-        threading.Thread(target=follow, name=f"pyscheduler-reporter-watch-{name}", daemon=True).start()
+        # One step that lasts as long as the watch (``interval=0``: no second call).
+        BackgroundThread(f"pyscheduler-reporter-watch-{name}", follow, interval=0).start()
 
     def deregister(self, name: str) -> None:
         """The plugin is gone; its last report is merged for the grace period, then dropped."""
