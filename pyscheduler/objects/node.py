@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
+from typing import Final
 
 from pyscheduler.common.resources import NO_RESOURCE, Resource
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import NodeEvents
+from pyscheduler.si.vocabulary import HOST_NAME, INSTANCE_TYPE, NODE_PARTITION, RACK_NAME
 
 __all__ = ["Node", "HOSTNAME", "RACKNAME", "NODE_PARTITION", "INSTANCE_TYPE"]
 
-HOSTNAME = "si/hostname"
-RACKNAME = "si/rackname"
-NODE_PARTITION = "si/node-partition"
-INSTANCE_TYPE = "si/instance-type"
+# The SI's node attribute names (one definition: :mod:`pyscheduler.si.vocabulary`).
+HOSTNAME: Final = HOST_NAME
+RACKNAME: Final = RACK_NAME
 
 NodeListener = Callable[["Node"], None]
 

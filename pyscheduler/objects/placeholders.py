@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Final
 
 from pyscheduler.common.resources import Resource
+from pyscheduler.si.vocabulary import CREATION_TIME, DOMAIN_YUNIKORN
 
 __all__ = [
     "CANCEL_INCOMPATIBLE",
@@ -41,7 +42,7 @@ RELEASE_PENDING_ON_TIMEOUT: Final = "releasing pending placeholders on placehold
 RESERVATION_TIMEOUT: Final = "ResourceReservationTimeout"
 #: The application tag with the Unix seconds the application was created at (the shim's pod
 #: creation): the placeholder timeout counts from then.
-APP_CREATION_TIME_TAG: Final = "yunikorn.apache.org/creationTime"
+APP_CREATION_TIME_TAG: Final = DOMAIN_YUNIKORN + CREATION_TIME
 
 
 class GangStyle(str, Enum):

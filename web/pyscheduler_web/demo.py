@@ -43,6 +43,10 @@ __all__ = ["DemoRM", "DemoSettings", "attach_demo", "leaf_queues"]
 
 log = logging.getLogger(__name__)
 
+#: The tags a Kubernetes shim puts on its asks, so the demo's look like a cluster's.
+_NAMESPACE_TAG = si.DOMAIN_K8S + si.GROUP_META + si.KEY_NAMESPACE
+_POD_NAME_TAG = si.DOMAIN_K8S + si.GROUP_META + si.KEY_POD_NAME
+
 MIB = 1 << 20
 GIB = 1 << 30
 
@@ -270,7 +274,7 @@ class DemoRM:
                 asks.append(
                     si.Allocation(
                         allocation_key=key,
-                        allocation_tags={"kubernetes.io/meta/namespace": "demo", "kubernetes.io/meta/podName": key},
+                        allocation_tags={_NAMESPACE_TAG: "demo", _POD_NAME_TAG: key},
                         resource_per_alloc=Resource(
                             {MEMORY: rng.randint(*s.ask_memory), VCORE: rng.randint(*s.ask_vcore), "pods": 1}
                         ),
