@@ -22,6 +22,7 @@ from benchmarks import (
     gang,
     hostile_clients,
     interpod,
+    kube_contenders,
     kubernetes,
     preemption,
     reporter,
@@ -131,7 +132,7 @@ def _run_interpod(args: argparse.Namespace, progress: Progress) -> FamilyReport:
 
 def _run_kubernetes(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return kubernetes.run(quick=args.quick, progress=progress, nodes=args.kube_nodes, pods=args.kube_pods,
-                          workloads=args.kube_workloads)
+                          workloads=args.kube_workloads, baseline=args.baseline, contenders=args.kube_contenders)
 
 
 FAMILIES: dict[str, Family] = {
@@ -259,6 +260,15 @@ def _kube_workloads(text: str) -> list[str]:
     return names
 
 
+def _kube_contenders(text: str) -> list[str]:
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    unknown = [name for name in names if name not in kube_contenders.CONTENDERS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(
+            f"unknown contenders {unknown or text!r}: choose from {', '.join(kube_contenders.CONTENDERS)}")
+    return names
+
+
 def _families(text: str) -> list[str]:
     names = [part.strip() for part in text.split(",") if part.strip()]
     unknown = [name for name in names if name not in FAMILIES]
@@ -317,7 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="DIR",
         help="scheduling (many-queues shape) and scale: also run these workloads on the core of another checkout "
         "(DIR/pyscheduler with its native module built, e.g. a git worktree of the previous commit), alternating, "
-        "and report this core's rate over it",
+        "and report this core's rate over it; kubernetes: also serve DIR's core, DIR/web and DIR/k8s as the "
+        "contender 'pyscheduler (baseline)'",
     )
     rest_group = parser.add_argument_group("rest")
     rest_group.add_argument(
@@ -338,6 +349,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--kube-workloads", type=_kube_workloads, metavar="WORKLOADS",
         help=f"comma-separated workloads (default all: {','.join(kubernetes.WORKLOADS)}; the last two are "
         "scheduler_perf's SchedulingPodAntiAffinity and TopologySpreading shapes)",
+    )
+    kube.add_argument(
+        "--kube-contenders", type=_kube_contenders, metavar="CONTENDERS",
+        help=f"comma-separated contenders, run in this order whatever the order given: {','.join(kube_contenders.CONTENDERS)} "
+        "(default all available: baseline with --baseline only); e.g. pyscheduler,baseline for a quicker "
+        "before/after comparison without kube-scheduler",
     )
     return parser
 

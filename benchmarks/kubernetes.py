@@ -48,6 +48,12 @@ templates). Every workload runs both phases for each contender, on the same clus
 scheduler_perf first creates pods it does not measure (1,000 anti-affinity pods; 5,000 plain
 pods before the spread ones); here each phase starts on an empty cluster.
 
+**Contenders**, in this order in every phase (``contenders`` of :func:`run`, default all
+available): ``pyscheduler`` (this checkout), ``pyscheduler (baseline)`` (with ``--baseline DIR``:
+the same ``pyscheduler serve --rm pyscheduler_k8s:attach`` command importing DIR's core, REST
+layer and shim, :func:`benchmarks.baseline.served_baseline_environment`) and ``kube-scheduler``.
+The report gives, per workload and phase, pyscheduler's bound/s over each other contender's.
+
 The binaries come from ``tools/k8s/build.sh`` with ``WITH_KUBE_SCHEDULER=1`` (kube-scheduler
 takes about 6 minutes to build, once per machine). ``--quick``: 50 nodes, 500 pods (250 for the
 anti-affinity and spread workloads, in groups of 25 there).
@@ -56,7 +62,6 @@ anti-affinity and spread workloads, in groups of 25 there).
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -72,20 +77,33 @@ from typing import Any
 
 import requests
 
+from benchmarks.baseline import served_baseline_environment
+from benchmarks.kube_contenders import (
+    BASELINE,
+    CONTENDERS,
+    KUBE_SCHEDULER,
+    PYSCHEDULER,
+    BaselineContender,
+    Contender,
+    KubeSchedulerContender,
+    PyschedulerContender,
+    contenders_to_run,
+    cpu_seconds,
+)
 from benchmarks.machine import format_table
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from kube_cluster import KubeCluster, free_port, start_cluster  # noqa: E402
+from kube_cluster import KubeCluster, start_cluster  # noqa: E402
 
 from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi  # noqa: E402
-from pyscheduler_k8s.shim import ShimOptions  # noqa: E402
 
 NODES, QUICK_NODES = 1_000, 50
 PODS, QUICK_PODS = 10_000, 500
 PODS_PER_APP = 100
 WORKLOADS = ("plain", "anti-affinity", "spread")
+PHASES = ("stream", "backlog")
 #: The anti-affinity and spread workloads: half the plain workload's pods (5,000 at 1,000 nodes).
 CONSTRAINED_SHARE = 2
 #: scheduler_perf's zones (``labelNodePrepareStrategy`` of TopologySpreading) and spread pod.
@@ -93,23 +111,8 @@ ZONE_LABEL, ZONES = "topology.kubernetes.io/zone", ("moon-1", "moon-2", "moon-3"
 HOSTNAME_LABEL = "kubernetes.io/hostname"
 SPREAD_MAX_SKEW = 5
 CLIENT_THREADS = 8
-KUBE_QPS, KUBE_BURST = 5_000, 5_000
 PHASE_TIMEOUT = 900.0
 RUNNING_TIMEOUT = 600.0
-PYSCHEDULER_NAME, KUBE_SCHEDULER_NAME = "pyscheduler", "default-scheduler"
-QUEUES = """\
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: true
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: bench
-"""
-
 
 @dataclass
 class PhaseResult:
@@ -218,6 +221,8 @@ class KubernetesReport:
     workloads: list[Workload] = field(default_factory=list)
     results: list[PhaseResult] = field(default_factory=list)
     failures: list[str] = field(default_factory=list)
+    contenders: list[str] = field(default_factory=lambda: [PYSCHEDULER, KUBE_SCHEDULER])
+    """The contenders run (names as in the results), in their order."""
 
     def rate(self, scheduler: str, phase: str, workload: str = "plain") -> float | None:
         for result in self.results:
@@ -226,16 +231,31 @@ class KubernetesReport:
                 return result.bound_per_second
         return None
 
-    def ratio(self, phase: str, workload: str = "plain") -> float | None:
-        ours, theirs = self.rate(PYSCHEDULER_NAME, phase, workload), self.rate("kube-scheduler", phase, workload)
+    def ratio(self, phase: str, workload: str = "plain", against: str = KUBE_SCHEDULER) -> float | None:
+        """pyscheduler's bound/s over ``against``'s (None unless both bound all their pods)."""
+        ours, theirs = self.rate(PYSCHEDULER, phase, workload), self.rate(against, phase, workload)
         return ours / theirs if ours and theirs else None
 
+    def _ratios(self, against: str) -> dict[str, dict[str, float | None]]:
+        return {w.name: {phase: self.ratio(phase, w.name, against) for phase in PHASES} for w in self.workloads}
+
     def to_dict(self) -> dict[str, Any]:
+        """``ratios``: pyscheduler / kube-scheduler, ``baseline_ratios``: pyscheduler / its
+        baseline, each per workload and phase (None: not measured)."""
         return {"nodes": self.nodes, "pods": self.pods, "workloads": [asdict(w) for w in self.workloads],
-                "results": [asdict(r) for r in self.results],
-                "ratios": {w.name: {phase: self.ratio(phase, w.name) for phase in ("stream", "backlog")}
-                           for w in self.workloads},
+                "contenders": self.contenders, "results": [asdict(r) for r in self.results],
+                "ratios": self._ratios(KUBE_SCHEDULER), "baseline_ratios": self._ratios(BASELINE),
                 "failures": self.failures}
+
+    def ratio_line(self, phase: str, workload: str) -> str:
+        """pyscheduler's bound/s over each other contender's run, e.g. ``- stream: pyscheduler /
+        baseline bound/s = 1.05x; pyscheduler / kube-scheduler bound/s = 0.80x``."""
+        parts = []
+        for against, label in ((BASELINE, "baseline"), (KUBE_SCHEDULER, KUBE_SCHEDULER)):
+            if against in self.contenders:
+                ratio = self.ratio(phase, workload, against)
+                parts.append(f"pyscheduler / {label} bound/s = " + ("-" if ratio is None else f"{ratio:.2f}x"))
+        return f"- {phase}: " + ("; ".join(parts) or "no other contender")
 
     def format(self) -> str:
         def ms(value: float | None) -> str:
@@ -260,10 +280,7 @@ class KubernetesReport:
                                         "bind p99 ms", "running p50 ms", "running p99 ms", "scheduler cpu s",
                                         "apiserver cpu s", "client limits"]
                                        + (["violations"] if constrained else []), rows), ""]
-            for phase in ("stream", "backlog"):
-                ratio = self.ratio(phase, workload.name)
-                lines.append(f"- {phase}: pyscheduler / kube-scheduler bound/s = "
-                             + ("-" if ratio is None else f"{ratio:.2f}x"))
+            lines += [self.ratio_line(phase, workload.name) for phase in PHASES]
             lines.append("")
         lines += [f"- FAILED: {failure}" for failure in self.failures]
         return "\n".join(lines).rstrip()
@@ -325,98 +342,6 @@ def _pod(name: str, app: str, scheduler: str, memory: str = "128Mi") -> dict[str
                  "resources": {"requests": {"cpu": "100m", "memory": memory}}}]}}
 
 
-class Contender:
-    """A scheduler the benchmark starts (:meth:`command`, its log in the work directory) and
-    stops (SIGTERM, then SIGKILL)."""
-
-    name: str
-    scheduler_name: str
-    client_limits: str
-
-    def __init__(self, cluster: KubeCluster, workdir: Path) -> None:
-        self.cluster = cluster
-        self.workdir = workdir
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def command(self) -> tuple[list[str], dict[str, str]]:
-        raise NotImplementedError
-
-    def start(self) -> None:
-        args, env = self.command()
-        with (self.workdir / f"{self.name}.log").open("ab") as log:
-            self.process = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, env=env,
-                                            start_new_session=True)
-
-    def stop(self) -> None:
-        _terminate(self.process)
-
-
-class PyschedulerContender(Contender):
-    name = "pyscheduler"
-    scheduler_name = PYSCHEDULER_NAME
-    client_limits = f"none ({ShimOptions.binders} binder threads)"
-
-    def command(self) -> tuple[list[str], dict[str, str]]:
-        config = self.workdir / "queues.yaml"
-        config.write_text(QUEUES)
-        env = {**os.environ, "PYSCHEDULER_K8S_KUBECONFIG": str(self.cluster.kubeconfig),
-               "PYSCHEDULER_K8S_NAMESPACE": "default", "PYSCHEDULER_K8S_LEADER_ELECTION": "false"}
-        return [sys.executable, "-m", "pyscheduler.cli", "serve", "--bind", f"127.0.0.1:{free_port()}", "--config",
-                str(config), "--rm", "pyscheduler_k8s:attach"], env
-
-
-class KubeSchedulerContender(Contender):
-    name = "kube-scheduler"
-    scheduler_name = KUBE_SCHEDULER_NAME
-    client_limits = f"QPS {KUBE_QPS:,}, burst {KUBE_BURST:,}"
-
-    def __init__(self, cluster: KubeCluster, workdir: Path, binary: Path) -> None:
-        super().__init__(cluster, workdir)
-        self.binary = binary
-
-    def command(self) -> tuple[list[str], dict[str, str]]:
-        config = self.workdir / "kube-scheduler.yaml"
-        config.write_text(f"""apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: {self.cluster.kubeconfig}
-  qps: {KUBE_QPS}
-  burst: {KUBE_BURST}
-leaderElection:
-  leaderElect: false
-""")
-        kubeconfig = str(self.cluster.kubeconfig)
-        return [str(self.binary), f"--config={config}", "--bind-address=127.0.0.1", f"--secure-port={free_port()}",
-                f"--authentication-kubeconfig={kubeconfig}", f"--authorization-kubeconfig={kubeconfig}",
-                "--v=1"], dict(os.environ)
-
-
-def cpu_seconds(process: subprocess.Popen[bytes] | None) -> float:
-    """CPU time (user + system) used so far by a process started in a session of its own and
-    every process of its group (gunicorn's workers, for pyscheduler)."""
-    if process is None:
-        return 0.0
-    ticks = 0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:
-            continue  # ended meanwhile
-        if int(fields[2]) == process.pid:  # the process group
-            ticks += int(fields[11]) + int(fields[12])
-    return ticks / os.sysconf("SC_CLK_TCK")
-
-
-def _terminate(process: subprocess.Popen[bytes] | None) -> None:
-    if process is None or process.poll() is not None:
-        return
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(20)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(5)
-
 
 class Bench:
     """The cluster, its namespace, and the phases run on it."""
@@ -466,7 +391,7 @@ class Bench:
 
     def warm_up(self, contender: Contender) -> None:
         """One pod bound: the contender has synced its caches and schedules."""
-        name = f"warmup-{contender.name}"
+        name = f"warmup-{contender.tag}"
         self.api.request("POST", self._pods_path, _pod(name, "warmup", contender.scheduler_name))
         deadline = time.monotonic() + 180
         while not (self.api.request("GET", f"{self._pods_path}/{name}").get("spec") or {}).get("nodeName"):
@@ -477,7 +402,7 @@ class Bench:
 
     @staticmethod
     def prefix(contender: Contender, workload: Workload, phase: str) -> str:
-        return f"{contender.name[:4]}-{workload.tag}-{phase[:4]}"
+        return f"{contender.tag}-{workload.tag}-{phase[:4]}"
 
     def run_phase(self, contender: Contender, phase: str, workload: Workload) -> PhaseResult:
         pods = workload.pods
@@ -578,32 +503,42 @@ def _cluster(workdir: Path, tools: Path, nodes: int, progress: Callable[[str], N
         cluster.stop()
 
 
-def tools_with_kube_scheduler() -> Path:
+def built_tools(with_kube_scheduler: bool = True) -> Path:
+    """``tools/k8s/build.sh``'s directory of binaries (kube-scheduler among them on request)."""
     done = subprocess.run([str(ROOT / "tools" / "k8s" / "build.sh")], stdout=subprocess.PIPE, text=True, check=True,
-                          env={**os.environ, "WITH_KUBE_SCHEDULER": "1"})
+                          env={**os.environ, "WITH_KUBE_SCHEDULER": "1" if with_kube_scheduler else "0"})
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+
 def run(*, quick: bool = False, progress: Callable[[str], None] | None = None, nodes: int | None = None,
-        pods: int | None = None, workloads: list[str] | None = None) -> KubernetesReport:
+        pods: int | None = None, workloads: list[str] | None = None, baseline: str | Path | None = None,
+        contenders: list[str] | None = None) -> KubernetesReport:
     """Every workload (default all, in :data:`WORKLOADS` order), each phase, each contender
-    (pyscheduler first, then kube-scheduler), on one cluster. A failed phase ends its workload
-    (its pods are deleted) and the next workload runs."""
+    (:func:`contenders_to_run`: pyscheduler, its baseline from the ``baseline`` directory,
+    kube-scheduler), on one cluster. A failed phase ends its workload (its pods are deleted) and
+    the next workload runs. A baseline that cannot be served raises BaselineError before any
+    cluster starts."""
     say = progress or (lambda _: None)
     nodes = nodes or (QUICK_NODES if quick else NODES)
     pods = pods or (QUICK_PODS if quick else PODS)
-    report = KubernetesReport(nodes=nodes, pods=pods, workloads=workloads_for(nodes, pods, workloads))
-    tools = tools_with_kube_scheduler()
+    keys = contenders_to_run(contenders, baseline)
+    baseline_env = served_baseline_environment(baseline) if baseline and "baseline" in keys else None
+    report = KubernetesReport(nodes=nodes, pods=pods, workloads=workloads_for(nodes, pods, workloads),
+                              contenders=[CONTENDERS[key] for key in keys])
+    tools = built_tools(with_kube_scheduler="kube-scheduler" in keys)
     with tempfile.TemporaryDirectory(prefix="bench-k8s-") as tmp, _cluster(Path(tmp) / "cluster", tools, nodes,
                                                                           say) as cluster:
         zones = {name: labels[ZONE_LABEL] for name, labels in zone_labels(node_names(nodes)).items()}
         bench = Bench(cluster, say, zones)
-        contenders: list[Contender] = [
-            PyschedulerContender(cluster, Path(tmp)),
-            KubeSchedulerContender(cluster, Path(tmp), tools / "bin" / "kube-scheduler"),
-        ]
+        made: dict[str, Callable[[], Contender]] = {
+            "pyscheduler": lambda: PyschedulerContender(cluster, Path(tmp)),
+            "baseline": lambda: BaselineContender(cluster, Path(tmp), baseline_env or {}),
+            "kube-scheduler": lambda: KubeSchedulerContender(cluster, Path(tmp), tools / "bin" / "kube-scheduler"),
+        }
+        runners = [made[key]() for key in keys]
         for workload in report.workloads:
-            if not _run_workload(bench, contenders, workload, report, say):
+            if not _run_workload(bench, runners, workload, report, say):
                 break
     return report
 
@@ -611,7 +546,7 @@ def run(*, quick: bool = False, progress: Callable[[str], None] | None = None, n
 def _run_workload(bench: Bench, contenders: list[Contender], workload: Workload, report: KubernetesReport,
                   say: Callable[[str], None]) -> bool:
     """The workload's phases; False when the cluster could not be emptied after a failure."""
-    for phase in ("stream", "backlog"):
+    for phase in PHASES:
         for contender in contenders:
             try:
                 result = bench.run_phase(contender, phase, workload)

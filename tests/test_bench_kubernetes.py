@@ -7,15 +7,30 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from benchmarks import interpod
 from benchmarks.__main__ import FAMILIES, build_parser
+from benchmarks.baseline import BaselineError, packages_imported, served_baseline_environment
+from benchmarks.kube_contenders import (
+    BASELINE,
+    CONTENDERS,
+    KUBE_SCHEDULER,
+    PYSCHEDULER,
+    BaselineContender,
+    KubeSchedulerContender,
+    PyschedulerContender,
+    contenders_to_run,
+)
 from benchmarks.kubernetes import (
     HOSTNAME_LABEL,
     WORKLOADS,
     ZONE_LABEL,
     ZONES,
+    Bench,
     KubernetesReport,
     PhaseResult,
     violations,
@@ -106,3 +121,97 @@ def test_violations_are_counted_from_the_bound_pods() -> None:
     even = [bound(node, "blue") for node in "abc" for _ in range(4)]
     assert violations(spread, even, zones) == (0, "zones 4 / 4 / 4")
     assert violations(spread, even + [bound("a", "blue")] * 6, zones) == (1, "zones 10 / 4 / 4")
+
+
+SERVED_PACKAGES = {"pyscheduler": "pyscheduler", "pyscheduler_web": "web/pyscheduler_web",
+                   "pyscheduler_k8s": "k8s/pyscheduler_k8s"}
+
+
+def _fake_baseline(root: Path, leave_out: str = "") -> Path:
+    """A checkout's layout with the three served packages (empty ones) and a native module's
+    file name; ``leave_out``: one package not there."""
+    for name, where in SERVED_PACKAGES.items():
+        if name != leave_out:
+            (root / where).mkdir(parents=True)
+            (root / where / "__init__.py").write_text("", encoding="utf-8")
+    if leave_out != "pyscheduler":
+        (root / "pyscheduler" / "_native.cpython-311-x86_64-linux-gnu.so").write_bytes(b"")
+    return root
+
+
+def test_a_served_baseline_imports_its_core_web_and_shim(tmp_path: Path) -> None:
+    """A Python started from this checkout, where all three packages are installed, imports
+    them from the baseline with the environment the baseline contender is started with."""
+    root = _fake_baseline(tmp_path / "base")
+    env = served_baseline_environment(root)
+    assert env["PYTHONSAFEPATH"] == "1"
+    assert packages_imported(list(SERVED_PACKAGES), env) == {
+        name: (root / where).resolve() for name, where in SERVED_PACKAGES.items()}
+    assert packages_imported(["pyscheduler_k8s"])["pyscheduler_k8s"] != (root / "k8s" / "pyscheduler_k8s").resolve()
+
+
+@pytest.mark.parametrize("missing", list(SERVED_PACKAGES))
+def test_a_served_baseline_without_one_of_its_packages_is_refused(tmp_path: Path, missing: str) -> None:
+    with pytest.raises(BaselineError, match=f"no {missing} package"):
+        served_baseline_environment(_fake_baseline(tmp_path, leave_out=missing))
+
+
+def test_a_served_baseline_whose_shim_does_not_import_is_refused(tmp_path: Path) -> None:
+    root = _fake_baseline(tmp_path)
+    (root / "k8s" / "pyscheduler_k8s" / "__init__.py").write_text("raise ImportError('too old')\n", encoding="utf-8")
+    with pytest.raises(BaselineError, match="cannot import"):
+        served_baseline_environment(root)
+
+
+def _backlog(scheduler: str, rate: float, workload: str = "plain", bound: int = 500) -> PhaseResult:
+    return PhaseResult(scheduler, "backlog", 500, bound, bound, 1.0, rate, rate, None, None, None, None, "", 0.0, 0.0,
+                       workload=workload)
+
+
+def test_report_gives_the_ratio_to_the_baseline_next_to_kube_schedulers() -> None:
+    report = KubernetesReport(nodes=50, pods=500, workloads=workloads_for(50, 500, ["plain"]),
+                              contenders=[PYSCHEDULER, BASELINE, KUBE_SCHEDULER])
+    report.results += [_backlog(PYSCHEDULER, 300.0), _backlog(BASELINE, 240.0), _backlog(KUBE_SCHEDULER, 400.0)]
+    assert report.ratio("backlog", against=BASELINE) == 1.25 and report.ratio("backlog") == 0.75
+    text = report.format()
+    assert ("- backlog: pyscheduler / baseline bound/s = 1.25x; pyscheduler / kube-scheduler bound/s = 0.75x"
+            in text)
+    assert "- stream: pyscheduler / baseline bound/s = -; pyscheduler / kube-scheduler bound/s = -" in text
+    rows = [line.split("|")[1].strip() for line in text.splitlines() if "| backlog |" in line]
+    assert rows == [PYSCHEDULER, BASELINE, KUBE_SCHEDULER]
+    document = json.loads(json.dumps(report.to_dict()))
+    assert document["baseline_ratios"] == {"plain": {"stream": None, "backlog": 1.25}}
+    assert document["ratios"] == {"plain": {"stream": None, "backlog": 0.75}}
+    assert document["contenders"] == [PYSCHEDULER, BASELINE, KUBE_SCHEDULER]
+
+
+def test_report_without_kube_scheduler_gives_only_the_baseline_ratio() -> None:
+    report = KubernetesReport(nodes=50, pods=500, workloads=workloads_for(50, 500, ["plain"]),
+                              contenders=[PYSCHEDULER, BASELINE])
+    report.results += [_backlog(PYSCHEDULER, 300.0), _backlog(BASELINE, 240.0, bound=499)]
+    text = report.format()
+    assert "- backlog: pyscheduler / baseline bound/s = -" in text.splitlines()  # the baseline missed one pod
+    assert "kube-scheduler bound/s" not in text
+
+
+def test_contenders_run_in_a_fixed_order_and_keep_their_pods_apart() -> None:
+    assert contenders_to_run(None, None) == ["pyscheduler", "kube-scheduler"]
+    assert contenders_to_run(None, "/tmp/base") == list(CONTENDERS)
+    assert contenders_to_run(["kube-scheduler", "baseline", "pyscheduler"], "/b") == list(CONTENDERS)
+    with pytest.raises(ValueError, match="needs a baseline"):
+        contenders_to_run(["pyscheduler", "baseline"], None)
+    with pytest.raises(ValueError, match="unknown contenders"):
+        contenders_to_run(["yunikorn"], None)
+    kinds = (PyschedulerContender, BaselineContender, KubeSchedulerContender)
+    assert [kind.name for kind in kinds] == list(CONTENDERS.values())
+    plain = workloads_for(50, 500, ["plain"])[0]
+    prefixes = {Bench.prefix(kind.__new__(kind), plain, "stream") for kind in kinds}
+    assert len(prefixes) == 3 and all(prefix.islower() and " " not in prefix for prefix in prefixes)
+
+
+def test_cli_selects_kubernetes_contenders() -> None:
+    args = build_parser().parse_args(["kubernetes", "--kube-contenders", "baseline,pyscheduler"])
+    assert args.kube_contenders == ["baseline", "pyscheduler"]
+    assert build_parser().parse_args(["kubernetes"]).kube_contenders is None
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["kubernetes", "--kube-contenders", "yunikorn"])
