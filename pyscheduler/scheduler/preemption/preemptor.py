@@ -130,9 +130,11 @@ class AttemptBudget:
         self.left = left
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PreemptionAttempt:
-    """One ask offered to the preemptors: where it is, why, and the cycle's means."""
+    """One ask offered to the preemptors: where it is, why, and the cycle's means. Preemptors
+    read it and never change it (not frozen only because the cycle builds one per attempt:
+    a frozen dataclass sets each field through ``object.__setattr__``)."""
 
     partition: Partition
     queue: Queue
