@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +66,19 @@ class Served:
         with partition.lock:
             app = partition.applications.get(app_id)
             return 0 if app is None else len(app.allocations)
+
+
+@contextlib.contextmanager
+def served_while(kube: KubeCluster, *, then: Callable[[], object] | None = None) -> Iterator[Served]:
+    """A :class:`Served` for the block (a test's fixture), stopped after it, then ``then()``
+    (the test's clean-up of what it made)."""
+    running = Served(kube)
+    try:
+        yield running
+    finally:
+        running.stop()
+        if then is not None:
+            then()
 
 
 def _started(shim: KubeShim) -> KubeShim:

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from kube_cluster import KubeCluster, start_cluster
-from kube_served import Served, delete_pods
+from kube_served import Served, delete_pods, served_while
 
 NAMESPACE = "shop"
 ZONE = "topology.kubernetes.io/zone"
@@ -45,12 +45,8 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
 
 @pytest.fixture
 def served(kube: KubeCluster) -> Iterator[Served]:
-    running = Served(kube)
-    try:
+    with served_while(kube, then=lambda: delete_pods(kube, NAMESPACE)) as running:
         yield running
-    finally:
-        running.stop()
-        delete_pods(kube, NAMESPACE)
 
 
 _names = itertools.count()

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from kube_cluster import KubeCluster, start_cluster
-from kube_served import PARTITION, QUEUES, Served
+from kube_served import PARTITION, QUEUES, Served, served_while
 
 from pyscheduler_k8s.cnr import CNR_PATH
 from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi, KubeApiError
@@ -47,11 +47,8 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
 
 @pytest.fixture
 def served(kube: KubeCluster) -> Iterator[Served]:
-    running = Served(kube)
-    try:
+    with served_while(kube) as running:
         yield running
-    finally:
-        running.stop()
 
 
 _names = itertools.count()

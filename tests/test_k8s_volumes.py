@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 from kube_cluster import KubeCluster, start_cluster
-from kube_served import Served
+from kube_served import Served, served_while
 
 NAMESPACE = "store"
 ZONE = "topology.kubernetes.io/zone"
@@ -63,12 +63,8 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
 
 @pytest.fixture
 def served(kube: KubeCluster) -> Iterator[Served]:
-    running = Served(kube)
-    try:
+    with served_while(kube, then=lambda: _clean(kube)) as running:
         yield running
-    finally:
-        running.stop()
-        _clean(kube)
 
 
 def _clean(kube: KubeCluster) -> None:
