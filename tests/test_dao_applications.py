@@ -44,6 +44,7 @@ def test_running_application(rich: Rich) -> None:
         "maxUsedResource": {"memory": 1100, "vcore": 1100},
         "pendingResource": {"memory": 6000, "vcore": 1000},
         "partition": "default",
+        "clusterId": "rm-1",
         "queueName": "root.a",
         "submissionTime": T0,
         "requests": [
@@ -113,6 +114,7 @@ def test_new_application_without_asks(rich: Rich) -> None:
     assert app == {
         "applicationID": "app-bob",
         "partition": "default",
+        "clusterId": "rm-1",
         "queueName": "root.users.bob",
         "submissionTime": T0,
         "applicationState": "New",

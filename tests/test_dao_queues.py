@@ -103,9 +103,10 @@ def test_placement_rules_default_and_unknown_partition(world: World) -> None:
     with pytest.raises(dao.NotFound) as err:
         dao.placement_rules(world.context, "nope")
     assert (err.value.status, err.value.message) == (404, "Partition not found")
-    # The internal name with its RM prefix is not a partition name to REST.
+    # The qualified name (the RM id in brackets) names the same partition; another RM's is not found.
+    assert dao.placement_rules(world.context, "[rm-1]default") == dao.placement_rules(world.context, "default")
     with pytest.raises(dao.NotFound):
-        dao.placement_rules(world.context, "[rm-1]default")
+        dao.placement_rules(world.context, "[rm-2]default")
 
 
 # -- queues --------------------------------------------------------------------------------------------
@@ -136,6 +137,7 @@ def test_queue_leaf_with_properties(rich: Rich) -> None:
         "queuename": "root.a",
         "status": "Active",
         "partition": "default",
+        "clusterId": "rm-1",
         "pendingResource": {"memory": 6000, "vcore": 1000},
         "maxResource": {"memory": 5000, "vcore": 50000},
         "guaranteedResource": {"memory": 1000, "vcore": 10000},

@@ -54,6 +54,7 @@ def test_clusters(rich: Rich) -> None:
             "rmBuildInformation": [{"rmId": "rm-1"}],
             "partition": "default",
             "clusterName": "kubernetes",
+            "clusterId": "rm-1",
         }
     ]
     assert rich.ctx.start_time_ns > 0
@@ -425,13 +426,15 @@ def test_fullstatedump(rich: Rich) -> None:
     assert dump["partitions"] == dao.partitions(rich.ctx)
     assert dump["queues"] == [dao.queues(rich.ctx, "default")]
     assert [a["applicationID"] for a in dump["applications"]] == ["app-b", "app-bob", "app-run", "app-done", "app-rej"]
-    assert dump["nodes"] == [{"partitionName": "default", "nodesInfo": dao.nodes(rich.ctx, "default")}]
+    assert dump["nodes"] == [{"partitionName": "default", "clusterId": "rm-1", "nodesInfo": dao.nodes(rich.ctx, "default")}]
     running = sum(1 for a in dump["applications"] if a["applicationState"] == "Running")
     assert running == 2  # app-b is Accepted, app-bob and app-run are Running
     assert dump["appHistory"] == [{"timestamp": dump["timestamp"], "totalApplications": str(running)}]
     assert dump["containerHistory"] == [{"timestamp": dump["timestamp"], "totalContainers": "3"}]
     assert dump["clusterInfo"] == dao.clusters(rich.ctx)
-    assert dump["placementRules"] == [{"partition": "default", "rules": dao.placement_rules(rich.ctx, "default")}]
+    assert dump["placementRules"] == [
+        {"partition": "default", "clusterId": "rm-1", "rules": dao.placement_rules(rich.ctx, "default")}
+    ]
     assert dump["config"] == dao.config(rich.ctx, True)
     without = decode(dao.fullstatedump(rich.ctx), STATE_DUMP)
     assert without["appHistory"] == [] and without["containerHistory"] == []

@@ -208,7 +208,9 @@ RESOURCE_HISTORY = obj(
 APPLICATION = obj(
     "ApplicationDAOInfo",
     ("applicationID", STR, NE), ("usedResource", RES), ("maxUsedResource", RES), ("pendingResource", RES),
-    ("partition", STR, NE), ("queueName", STR, NE), ("submissionTime", INT), ("finishedTime", INT),
+    # clusterId: pyscheduler's addition (the partition's RM), always sent.
+    ("partition", STR, NE), ("clusterId", STR, NE), ("queueName", STR, NE), ("submissionTime", INT),
+    ("finishedTime", INT),
     ("requests", ListOf(ASK)), ("allocations", ListOf(ALLOCATION)), ("applicationState", STR), ("user", STR),
     ("groups", STRLIST), ("rejectedMessage", STR), ("stateLog", ListOf(STATE_LOG)),
     ("placeholderData", ListOf(PLACEHOLDER)), ("hasReserved", BOOL), ("reservations", STRLIST),
@@ -233,7 +235,8 @@ TEMPLATE = obj(
 )
 QUEUE = obj(
     "PartitionQueueDAOInfo",
-    ("queuename", STR, NE), ("status", STR), ("partition", STR, NE), ("pendingResource", RES),
+    # clusterId: pyscheduler's addition (the partition's RM), always sent.
+    ("queuename", STR, NE), ("status", STR), ("partition", STR, NE), ("clusterId", STR, NE), ("pendingResource", RES),
     ("maxResource", RES), ("guaranteedResource", RES), ("allocatedResource", RES), ("preemptingResource", RES),
     ("headroom", RES), ("isLeaf", BOOL, NE), ("isManaged", BOOL, NE), ("properties", STRMAP), ("parent", STR),
     ("template", TEMPLATE),
@@ -261,7 +264,8 @@ RULE = obj("RuleDAO", ("name", STR, NE), ("parameters", STRMAP), ("filter", FILT
 RULE.add("parentRule", RULE)
 CLUSTER = obj(
     "ClusterDAOInfo", ("startTime", INT), ("rmBuildInformation", ListOf(STRMAP)), ("partition", STR, NE),
-    ("clusterName", STR, NE),
+    # clusterId: pyscheduler's addition (the partition's RM), always sent.
+    ("clusterName", STR, NE), ("clusterId", STR, NE),
 )
 HEALTH_CHECK = obj(
     "HealthCheckInfo", ("Name", STR, NE), ("Succeeded", BOOL, NE), ("Description", STR, NE),
@@ -313,10 +317,12 @@ STATE_DUMP = obj(
     "AggregatedStateInfo",
     ("timestamp", INT, NE), ("partitions", ListOf(PARTITION), NE), ("applications", ListOf(APPLICATION), NE),
     ("appHistory", ListOf(APP_HISTORY), NE),
-    ("nodes", ListOf(obj("NodesDAOInfo", ("partitionName", STR, NE), ("nodesInfo", ListOf(NODE)))), NE),
+    ("nodes", ListOf(obj("NodesDAOInfo", ("partitionName", STR, NE), ("clusterId", STR, NE),
+                                  ("nodesInfo", ListOf(NODE)))), NE),
     ("clusterInfo", ListOf(CLUSTER), NE), ("containerHistory", ListOf(CONTAINER_HISTORY), NE),
     ("queues", ListOf(QUEUE), NE), ("rmDiagnostics", STRMAP, NE), ("logLevel", STR, NE), ("config", CONFIG, NE),
-    ("placementRules", ListOf(obj("RuleDAOInfo", ("partition", STR, NE), ("rules", ListOf(RULE)))), NE),
+    ("placementRules", ListOf(obj("RuleDAOInfo", ("partition", STR, NE), ("clusterId", STR, NE),
+                                           ("rules", ListOf(RULE)))), NE),
     ("eventStreams", ListOf(STRMAP), NE),
 )
 

@@ -9,8 +9,13 @@ as ints. A bad request raises :class:`DAOError` (``status``, ``message``): :clas
 :class:`BadRequest` with YuniKorn's exact message. The web layer only translates HTTP to these
 calls and serialises what they return.
 
-Partition parameters are the plain names (``default``), matched against the partition names
-without their ``[rmID]`` prefix.
+Partition parameters (see :func:`pyscheduler.dao._common.find_partition`) take the qualified
+name ``[clusterId]name`` (the RM id, as ``/partitions`` lists it as ``clusterId``, then the
+partition's name), which always names one partition, or the plain name (``default``) when exactly
+one RM has a partition of that name; a plain name several RMs have is a 400 naming the qualified
+names. Several RMs (clusters) may each have a ``default``: every object that names its partition
+(applications, queues, ``/clusters``, node utilisations, the state dump's groups, role
+histories) also carries ``clusterId``, a key pyscheduler adds to YuniKorn's (never renaming one).
 """
 
 from pyscheduler.dao.applications import (

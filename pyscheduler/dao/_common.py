@@ -11,12 +11,13 @@ Every DAO is a plain dict built the way YuniKorn's Go structs encode:
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pyscheduler.common.goduration import go_duration, parse_go_duration
-from pyscheduler.dao.errors import INVALID_QUEUE_NAME, PARTITION_NOT_FOUND, BadRequest, NotFound
+from pyscheduler.dao.errors import INVALID_QUEUE_NAME, PARTITION_NOT_FOUND, BadRequest, NotFound, partition_ambiguous
 from pyscheduler.policies.placement import QUEUE_NAME_RE
 from pyscheduler.scheduler.context import external_name
 
@@ -32,10 +33,12 @@ __all__ = [
     "INT32_MIN",
     "abs_used_capacity",
     "build_chunked",
+    "cluster_id",
     "find_partition",
     "go_duration",
     "parse_go_duration",
     "put",
+    "qualified_name",
     "res_map",
     "sorted_map",
     "sorted_partitions",
@@ -91,13 +94,47 @@ def sorted_partitions(ctx: ClusterContext) -> list[Partition]:
         return [ctx.partitions[name] for name in sorted(ctx.partitions)]
 
 
+#: A qualified partition name, ``[clusterId]name``: an RM id has no ``]`` (the internal name
+#: ``[rmID]name`` is split at its first one).
+_QUALIFIED = re.compile(r"\[([^\]]*)\](.*)", re.DOTALL)
+
+
+def cluster_id(internal_name: str) -> str:
+    """The RM id (``clusterId``) in a partition's internal name ``[rmID]name``."""
+    if internal_name.startswith("[") and "]" in internal_name:
+        return internal_name[1:internal_name.index("]")]
+    return ""
+
+
+def qualified_name(partition: Partition) -> str:
+    """``[clusterId]name``: the partition's name that is unique over every RM (its RM id, the
+    ``clusterId`` of ``/partitions``, in brackets, then the name the RM gave it)."""
+    return f"[{partition.rm_id}]{external_name(partition.name)}"
+
+
 def find_partition(ctx: ClusterContext, name: str) -> Partition:
-    """The partition whose name without the ``[rmID]`` prefix is ``name`` (YuniKorn's
-    GetPartitionWithoutClusterID); raises NotFound ``Partition not found``."""
-    for partition in sorted_partitions(ctx):
-        if external_name(partition.name) == name:
-            return partition
-    raise NotFound(PARTITION_NOT_FOUND)
+    """The partition a REST path names.
+
+    - ``[clusterId]name`` (its qualified name): that RM's partition ``name``, always;
+    - a plain ``name`` (YuniKorn's GetPartitionWithoutClusterID): the one partition of that
+      name. When several RMs each have one, it is ambiguous: BadRequest naming the qualified
+      names to use, never silently the first.
+
+    Raises NotFound ``Partition not found`` (YuniKorn's text) when none matches."""
+    qualified = _QUALIFIED.fullmatch(name)
+    partitions = sorted_partitions(ctx)
+    if qualified is not None:
+        rm_id, plain = qualified.group(1), qualified.group(2)
+        for partition in partitions:
+            if partition.rm_id == rm_id and external_name(partition.name) == plain:
+                return partition
+        raise NotFound(PARTITION_NOT_FOUND)
+    matches = [p for p in partitions if external_name(p.name) == name]
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise NotFound(PARTITION_NOT_FOUND)
+    raise BadRequest(partition_ambiguous(name, [qualified_name(p) for p in matches]))
 
 
 def validate_queue_path(path: str) -> None:

@@ -12,7 +12,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from pyscheduler.dao._common import INT32_MIN, build_chunked, find_partition, put, res_map, sorted_map, validate_queue_path
+from pyscheduler.dao._common import (
+    INT32_MIN,
+    build_chunked,
+    cluster_id,
+    find_partition,
+    put,
+    res_map,
+    sorted_map,
+    validate_queue_path,
+)
 from pyscheduler.dao.views import AllocationView, AppView, app_view
 from pyscheduler.dao.errors import (
     ALLOWED_ACTIVE_STATUSES,
@@ -140,6 +149,9 @@ def application_dao(app: AppView) -> dict[str, Any]:
     put(out, "maxUsedResource", res_map(app.max_allocated, prune=True))
     put(out, "pendingResource", res_map(app.pending, prune=True))
     out["partition"] = external_name(app.partition)
+    # pyscheduler's addition: the RM (cluster) of the partition, so that two clusters'
+    # ``default`` partitions stay apart in flat lists (the state dump).
+    out["clusterId"] = cluster_id(app.partition)
     out["queueName"] = app.queue_path
     put(out, "submissionTime", app.submission_time_ns)
     # The first entry is the application's creation (New): YuniKorn logs transitions only.

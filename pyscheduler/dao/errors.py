@@ -13,6 +13,7 @@ __all__ = [
     "DAOError",
     "NotFound",
     "PARTITION_NOT_FOUND",
+    "partition_ambiguous",
     "QUEUE_NOT_FOUND",
     "APPLICATION_NOT_FOUND",
     "NODE_NOT_FOUND",
@@ -59,6 +60,12 @@ ALLOWED_ACTIVE_STATUSES = (
 )
 HEALTH_CHECK_NOT_AVAILABLE = "Health check is not available"
 HISTORY_NOT_ENABLED = "Internal metrics collection is not enabled."
+
+
+def partition_ambiguous(name: str, qualified: list[str]) -> str:
+    """pyscheduler's own 400 text (YuniKorn has one RM): a plain partition name that several
+    RMs (clusters) have, and the qualified names that reach each."""
+    return f"Partition {name} is ambiguous: use one of {', '.join(qualified)}"
 
 
 class DAOError(SchedulerError):

@@ -66,11 +66,12 @@ def node_snapshots(context: ClusterContext, *, rm_id: str | None = None,
 
 
 def node_snapshot(context: ClusterContext, partition_name: str, node_id: str) -> NodeSnapshot:
-    """One node of the partition the RM calls ``partition_name``; raises :class:`NotFound` with
+    """One node of the partition ``partition_name`` names (plain or ``[rmID]name``, see
+    :func:`~pyscheduler.dao._common.find_partition`); raises :class:`NotFound` with
     YuniKorn's message when the partition or the node does not exist."""
     partition = find_partition(context, partition_name)
     with partition.lock:
         node = partition.nodes.get(node_id)
         if node is None:
             raise NotFound(NODE_NOT_FOUND)
-        return NodeSnapshot(node_id, partition_name, partition.rm_id, node.total, node.allocated)
+        return NodeSnapshot(node_id, external_name(partition.name), partition.rm_id, node.total, node.allocated)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pyscheduler.dao._common import (
     abs_used_capacity,
+    cluster_id,
     find_partition,
     go_duration,
     put,
@@ -127,6 +128,8 @@ def queue_dao(queue: QueueView) -> dict[str, Any]:
     out: dict[str, Any] = {"queuename": queue.path}
     put(out, "status", queue.state)
     out["partition"] = external_name(queue.partition)
+    # pyscheduler's addition, as on applications: the partition's RM (cluster).
+    out["clusterId"] = cluster_id(queue.partition)
     put(out, "pendingResource", res_map(queue.pending, prune=True))
     put(out, "maxResource", res_map(maximum))
     put(out, "guaranteedResource", res_map(settings.guaranteed))

@@ -3,7 +3,7 @@
 
 The answer, keys in this order::
 
-    {"partition": "default", "historyKey": "hbase",
+    {"partition": "default", "clusterId": "rm-1", "historyKey": "hbase",
      "nodes": {"node-1": {"offline": false,
                           "roles": {"region": {"live": 1, "requested": 0, "failed": 0,
                                                "failedRecently": 0, "preempted": 0,
@@ -11,11 +11,12 @@ The answer, keys in this order::
      "recent": {"region": ["node-2", "node-3"]},
      "targets": [{"allocationKey": "hbase-region-4", "role": "region", "nodeID": "node-2"}]}
 
-``nodes`` holds every node the history knows, by node id (sorted), each with its entry per role
-name: ``live`` instances running there, ``requested`` pending asks headed there, ``failed``
-instances that ended in failure (``failedRecently``: since the role's failure window last
-reset), ``preempted``, and ``lastUsed`` (Unix ns; 0: never stopped there). ``offline``: the node
-left the partition or is unschedulable. ``recent``: per role, the nodes a new instance would be
+``partition`` is the partition's plain name and ``clusterId`` its RM (whichever form of the
+name the path used). ``nodes`` holds every node the history knows, by node id (sorted), each with
+its entry per role name: ``live`` instances running there, ``requested`` pending asks headed
+there, ``failed`` instances that ended in failure (``failedRecently``: since the role's failure
+window last reset), ``preempted``, and ``lastUsed`` (Unix ns; 0: never stopped there).
+``offline``: the node left the partition or is unschedulable. ``recent``: per role, the nodes a new instance would be
 sent to, in order (newest ``lastUsed`` first). ``targets``: the pending asks placed on a history
 node. There is no ``releasing`` count: the core releases an allocation when the RM reports it
 gone, so no instance is ever between the two.
@@ -29,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyscheduler.dao._common import find_partition
 from pyscheduler.dao.errors import ROLE_HISTORY_NOT_FOUND, NotFound
+from pyscheduler.scheduler.context import external_name
 
 if TYPE_CHECKING:
     from pyscheduler.scheduler.context import ClusterContext
@@ -52,7 +54,8 @@ def role_history(ctx: ClusterContext, partition_name: str, history_key: str) -> 
         recent = {role: history.recent(role) for role in history.roles()}
         targets = history.targets()
     return {
-        "partition": partition_name,
+        "partition": external_name(partition.name),
+        "clusterId": partition.rm_id,
         "historyKey": history_key,
         "nodes": {
             node_id: {

@@ -58,7 +58,7 @@ def _build_information(ctx: ClusterContext) -> list[dict[str, str]]:
 
 
 def clusters(ctx: ClusterContext) -> list[dict[str, Any]]:
-    """``/clusters``: one ClusterDAOInfo per partition."""
+    """``/clusters``: one ClusterDAOInfo per partition, with its RM's ``clusterId``."""
     build = _build_information(ctx)
     out = []
     for partition in sorted_partitions(ctx):
@@ -67,6 +67,9 @@ def clusters(ctx: ClusterContext) -> list[dict[str, Any]]:
         put(entry, "rmBuildInformation", build)
         entry["partition"] = external_name(partition.name)
         entry["clusterName"] = CLUSTER_NAME
+        # pyscheduler's addition: the partition's RM, as in /partitions (several RMs may each
+        # have a ``default``).
+        entry["clusterId"] = partition.rm_id
         out.append(entry)
     return out
 

@@ -4,6 +4,10 @@ object. One dump runs at a time, as upstream serialises them.
 Keys (YuniKorn's AggregatedStateInfo): ``timestamp, partitions, applications, appHistory, nodes,
 clusterInfo, containerHistory, queues, rmDiagnostics, logLevel, config, placementRules,
 eventStreams``. The UHS reads partitions, queues, applications, nodes and the two histories.
+
+Several RMs (clusters) may each have a partition of the same name: every entry that names a
+partition also has its ``clusterId`` (partitions, queues and applications carry it themselves;
+pyscheduler adds it to the ``nodes`` and ``placementRules`` groups and to ``clusterInfo``).
 """
 
 from __future__ import annotations
@@ -58,7 +62,8 @@ def fullstatedump(
             "applications": [app for p in partitions for app in all_application_daos(p, ctx.read_pacer)],
             "appHistory": history_apps(history) if history is not None else [],
             "nodes": [
-                {"partitionName": external_name(p.name), "nodesInfo": partition_node_daos(p, ctx.read_pacer)}
+                {"partitionName": external_name(p.name), "clusterId": p.rm_id,
+                 "nodesInfo": partition_node_daos(p, ctx.read_pacer)}
                 for p in partitions
             ],
             "clusterInfo": clusters(ctx),
@@ -69,7 +74,8 @@ def fullstatedump(
             "logLevel": _log_level(),
             "config": config_dao(ctx),
             "placementRules": [
-                {"partition": external_name(p.name), "rules": partition_rule_daos(p)} for p in partitions
+                {"partition": external_name(p.name), "clusterId": p.rm_id, "rules": partition_rule_daos(p)}
+                for p in partitions
             ],
             "eventStreams": [],
         }

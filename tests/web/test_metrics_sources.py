@@ -5,6 +5,7 @@ test_router.py and the subsystems' HTTP tests)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
@@ -34,11 +35,19 @@ class _Streams:
         return 64
 
 
-def _partition(attempts: int, latency_ms: list[float]) -> SimpleNamespace:
+def _app(state: str) -> SimpleNamespace:
+    return SimpleNamespace(state=SimpleNamespace(value=state))
+
+
+def _partition(attempts: int, latency_ms: list[float], rm_id: str = "rm-1", name: str = "default") -> SimpleNamespace:
     histogram = LatencyHistogram()
     for ms in latency_ms:
         histogram.observe(ms)
     return SimpleNamespace(
+        name=f"[{rm_id}]{name}", rm_id=rm_id, lock=threading.Lock(), nodes={"n1": None, "n2": None},
+        applications={"a": _app("Running"), "b": _app("Running")}, completed_applications={"c": _app("Completed")},
+        rejected_applications={}, total={"memory": 100 * attempts, "vcore": 10},
+        root=SimpleNamespace(allocated={"memory": attempts}),
         role_histories=SimpleNamespace(history_placements=attempts, other_placements=2, escalations=1),
         preemption_attempts=attempts, preemptions=attempts - 1, preemption_victims=2 * attempts,
         preemption_latency=histogram,
@@ -47,7 +56,8 @@ def _partition(attempts: int, latency_ms: list[float]) -> SimpleNamespace:
 
 def _service() -> Any:
     event_system = SimpleNamespace(stats=lambda: SimpleNamespace(**EVENT_STATS), id_range=lambda: (20, 99))
-    partitions = {"default": _partition(3, [0.02, 4.0]), "other": _partition(5, [300.0])}
+    # Two RMs (clusters) with a ``default`` each: their partition series must not collide.
+    partitions = {"[rm-1]default": _partition(3, [0.02, 4.0]), "[rm-2]default": _partition(5, [300.0], "rm-2")}
     plugins = [SimpleNamespace(name="topology", polls=10, failures=1, rejected={"a", "b"})]
     return SimpleNamespace(
         context=SimpleNamespace(event_system=event_system, partitions=partitions),
@@ -98,6 +108,13 @@ def test_every_subsystem_contributes_its_metrics_with_their_values() -> None:
     assert samples[("pyscheduler_reporter_rejected_fields", plugin)] == 2
     assert samples[("pyscheduler_preemption_try_latency_milliseconds_sum", ())] == pytest.approx(304.02)
     assert samples[("pyscheduler_preemption_try_latency_milliseconds_bucket", (("le", "+Inf"),))] == 3
+    for cluster, attempts in (("rm-1", 3), ("rm-2", 5)):
+        labels = (("cluster", cluster), ("partition", "default"))
+        assert samples[("pyscheduler_partition_nodes", labels)] == 2
+        assert samples[("pyscheduler_partition_applications", (*labels, ("state", "Running")))] == 2
+        assert samples[("pyscheduler_partition_applications", (*labels, ("state", "Completed")))] == 1
+        assert samples[("pyscheduler_partition_capacity", (*labels, ("resource", "memory")))] == 100 * attempts
+        assert samples[("pyscheduler_partition_allocated", (*labels, ("resource", "memory")))] == attempts
 
 
 def test_the_cycle_latency_histogram_observes_the_wrapped_cycle() -> None:

@@ -3,6 +3,11 @@
 Handlers only translate HTTP to the query functions of :mod:`pyscheduler.dao` (which build
 the DAO dicts from values copied under the partition's lock) and back: path and query parameters in, a JSON
 body (or a YuniKorn error) out. Each blueprint's module doc lists its routes.
+
+A ``<partition>`` path parameter is passed as the router decoded it: the plain name
+(``default``) or the qualified ``[clusterId]name``, brackets sent raw or URL-encoded
+(``%5Beast%5Ddefault``); :func:`pyscheduler.dao._common.find_partition` resolves it (a plain
+name several RMs have is a 400 naming the qualified names).
 """
 
 from __future__ import annotations

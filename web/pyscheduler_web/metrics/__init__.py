@@ -9,7 +9,8 @@ several apps in one process, as in tests, do not collide) holding, in exposition
   system (:mod:`.events`), the REST event streams (:mod:`.event_streams`), role history
   (:mod:`.role_history`), the node reporter manager (:mod:`.reporter`), preemption
   (:mod:`.preemption`), the scheduling loop (:mod:`.scheduler`) and its cycle-latency
-  histogram. Every collector reads its counters when Prometheus scrapes.
+  histogram, and each partition's size (:mod:`.partitions`, labelled ``cluster`` and
+  ``partition``: several RMs may each have a ``default``). Every collector reads its counters when Prometheus scrapes.
 
 An app or an attached RM adds metrics of its own with ``Metrics(service, streams,
 sources=(*SOURCES, mine))`` or :meth:`Metrics.register`.
@@ -29,6 +30,7 @@ from prometheus_client.registry import Collector
 
 from pyscheduler_web.metrics.event_streams import EventStreamMetrics
 from pyscheduler_web.metrics.events import EventMetrics
+from pyscheduler_web.metrics.partitions import PartitionMetrics
 from pyscheduler_web.metrics.preemption import PreemptionMetrics
 from pyscheduler_web.metrics.reporter import ReporterMetrics
 from pyscheduler_web.metrics.role_history import RoleHistoryMetrics
@@ -58,6 +60,7 @@ SOURCES: Final[tuple[MetricsSource, ...]] = (
     PreemptionMetrics,
     SchedulerMetrics,
     cycle_latency,
+    PartitionMetrics,
 )
 
 
