@@ -4,9 +4,12 @@ Subcommands:
 
 - ``pyscheduler bench``: says where the benchmarks are (they are not installed with the package:
   ``make bench`` in a source checkout runs ``python -m benchmarks``); exit 2.
-- ``pyscheduler serve [--config FILE] [--bind ADDR] [--demo] [--rm MODULE:CALLABLE]``: the REST
+- ``pyscheduler serve [--config FILE] [--bind ADDR] [--demo] [--rm MODULE:CALLABLE] [--cluster NAME=KUBECONFIG]``: the REST
   service (YuniKorn's ``/ws/v1`` API) under gunicorn with one scheduler in its worker; needs
   the ``pyscheduler-web`` package (``pip install 'pyscheduler[web]'``), exit 1 without it.
+  ``--cluster`` (repeatable, with ``--rm pyscheduler_k8s:attach``) names the Kubernetes clusters
+  to schedule, each its own RM (``PYSCHEDULER_K8S_CLUSTERS``; a bad name, a name given twice or
+  a missing kubeconfig exits 2).
   An unreadable configuration or an ``--rm`` module that does not exist exits 2, an invalid
   configuration 1; otherwise it serves until SIGINT/SIGTERM (exit 0).
 - ``pyscheduler reporter-agent --node NAME [options]``: the node reporter manager as a per-node
@@ -247,6 +250,12 @@ def _serve(rest: list[str]) -> int:
         "(repeatable)",
     )
     parser.add_argument(
+        "--cluster", action="append", default=[], metavar="NAME=KUBECONFIG",
+        help="with --rm pyscheduler_k8s:attach: schedule this Kubernetes cluster, as an RM of its own named NAME "
+        "(a DNS label; its partitions are [NAME]default...), reached through KUBECONFIG (repeatable; sets "
+        "PYSCHEDULER_K8S_CLUSTERS; default: the one cluster PYSCHEDULER_K8S_KUBECONFIG names)",
+    )
+    parser.add_argument(
         "--health-interval", type=float, default=DEFAULT_HEALTH_CHECK_INTERVAL, metavar="SECONDS",
         help="seconds between health checks (default %(default)g; 0 or less: only the first check)",
     )
@@ -344,6 +353,11 @@ def _serve(rest: list[str]) -> int:
         if not found:
             print(f"pyscheduler serve: --rm {spec}: no module named {module!r}", file=sys.stderr)
             return 2
+    if args.cluster:
+        problem = _name_clusters(args.cluster, core.rms)
+        if problem:
+            print(f"pyscheduler serve: --cluster {problem}", file=sys.stderr)
+            return 2
     try:
         core.read_config()  # fail here, before gunicorn forks, with the file's errors
     except OSError as exc:
@@ -357,6 +371,26 @@ def _serve(rest: list[str]) -> int:
             print(f"{args.config}: {error}", file=sys.stderr)
         return 1
     return serve(options, args.bind)
+
+
+def _name_clusters(entries: list[str], rms: Sequence[str]) -> str:
+    """Checks ``--cluster NAME=KUBECONFIG`` (each name a DNS label, once, each file there, the
+    Kubernetes shim among the RMs) and names the clusters to the served process through
+    ``PYSCHEDULER_K8S_CLUSTERS``; what is wrong, or "" when nothing is."""
+    if not any(spec.split(":", 1)[0] == "pyscheduler_k8s" for spec in rms):
+        return "needs --rm pyscheduler_k8s:attach (the Kubernetes shim schedules the clusters)"
+    try:
+        from pyscheduler_k8s.clusters import CLUSTERS_ENV, format_clusters, parse_clusters
+    except ImportError as exc:
+        return f"needs the Kubernetes package, pyscheduler-k8s ({exc})"
+    import os
+
+    try:
+        clusters = parse_clusters(entries)
+        os.environ[CLUSTERS_ENV] = format_clusters(clusters)  # gunicorn's worker inherits it
+    except ValueError as exc:
+        return str(exc)
+    return ""
 
 
 def _reporter_agent(rest: list[str]) -> int:

@@ -55,6 +55,8 @@ class KubeCluster:
     kubeconfig: Path
     workdir: Path
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    #: Each process's command line, to start it again (:meth:`restart_apiserver`).
+    commands: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         urllib3.disable_warnings(urllib3.exceptions.InsecureRequestWarning)
@@ -128,6 +130,35 @@ class KubeCluster:
     def log(self, name: str) -> str:
         return (self.workdir / f"{name}.log").read_text(errors="replace")
 
+    def stop_apiserver(self, timeout: float = 10.0) -> None:
+        """Stops kube-apiserver alone (etcd and kwok go on): the cluster is unreachable until
+        :meth:`restart_apiserver`, with nothing lost."""
+        process = self.processes["kube-apiserver"]
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+    def restart_apiserver(self) -> None:
+        """Starts kube-apiserver again, on the same port with the same certificates and token,
+        and waits until it is ready."""
+        self.processes["kube-apiserver"] = _start("kube-apiserver", self.commands["kube-apiserver"], self.workdir)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        def ready() -> bool:
+            if self.processes["kube-apiserver"].poll() is not None:
+                raise RuntimeError("kube-apiserver exited:\n" + self.log("kube-apiserver")[-3000:])
+            try:
+                return self.request("GET", "/readyz", timeout=2.0).status_code == 200
+            except requests.RequestException:
+                return False
+
+        self.wait_for("kube-apiserver /readyz", ready, READY_TIMEOUT, 0.2)
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stops the processes one after another, last started first: kube-apiserver stopping
         while etcd is already gone waits out its whole shutdown timeout (10 s a cluster)."""
@@ -178,7 +209,7 @@ def start_cluster(workdir: Path, tools: Path | None = None, *, kwok: bool = True
             "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
             "--initial-cluster", f"default=http://127.0.0.1:{peer_port}",
         ], workdir)
-        cluster.processes["kube-apiserver"] = _start("kube-apiserver", [
+        cluster.commands["kube-apiserver"] = api_command = [
             str(bin_dir / "kube-apiserver"),
             f"--etcd-servers=http://127.0.0.1:{etcd_port}", "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1", "--endpoint-reconciler-type=none", f"--secure-port={api_port}",
@@ -191,17 +222,9 @@ def start_cluster(workdir: Path, tools: Path | None = None, *, kwok: bool = True
             # watch (measured: bound to Running in 0.06 s instead of 0.8-52 s).
             "--feature-gates=WatchList=false",
             *api_flags,
-        ], workdir)
-
-        def ready() -> bool:
-            if cluster.processes["kube-apiserver"].poll() is not None:
-                raise RuntimeError("kube-apiserver exited:\n" + cluster.log("kube-apiserver")[-3000:])
-            try:
-                return cluster.request("GET", "/readyz", timeout=2.0).status_code == 200
-            except requests.RequestException:
-                return False
-
-        cluster.wait_for("kube-apiserver /readyz", ready, READY_TIMEOUT, 0.2)
+        ]
+        cluster.processes["kube-apiserver"] = _start("kube-apiserver", api_command, workdir)
+        cluster._wait_ready()
         cluster.kubeconfig.write_text(f"""apiVersion: v1
 kind: Config
 clusters:

@@ -235,7 +235,7 @@ def test_the_kubernetes_shim_declares_its_leadership_route_without_flask() -> No
     from pyscheduler_k8s.leader import LeaseSettings
 
     fake = _FakeShim()
-    sole = SoleShim(fake)  # type: ignore[arg-type]
+    sole = SoleShim(lambda: fake)  # type: ignore[arg-type,return-value]
     assert isinstance(sole, RoutedRM)
     (route,) = sole.routes()
     assert (route.rule, route.name) == ("/ws/v1/k8s/leadership", "k8s_leadership")

@@ -6,7 +6,8 @@ Settings come from the environment of the served process: ``PYSCHEDULER_K8S_KUBE
 ``KUBECONFIG``, ``~/.kube/config``, the pod's service account), ``PYSCHEDULER_K8S_SCHEDULER_NAMES``
 (comma-separated; default ``pyscheduler,yunikorn``), ``PYSCHEDULER_K8S_NAMESPACE`` (where the
 ``pyscheduler-configs`` ConfigMap is; default: the pod's own namespace in a cluster, else
-``default``).
+``default``), ``PYSCHEDULER_K8S_CLUSTERS`` (several clusters, each named: ``NAME=KUBECONFIG``
+comma-separated, see :mod:`.clusters`; ``pyscheduler serve --cluster`` sets it).
 
 The queues come from the ``pyscheduler-configs`` (else ``yunikorn-configs``) ConfigMap, else from
 ``--config``, else YuniKorn's default: the ``namespace`` tag placement rule with ``create: true``
@@ -15,21 +16,22 @@ The queues come from the ``pyscheduler-configs`` (else ``yunikorn-configs``) Con
 
 from __future__ import annotations
 
+import dataclasses
 import os
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from pyscheduler.service.rm import Route
+from pyscheduler_k8s.clusters import SeveralClusters, clusters_from_environment
 from pyscheduler_k8s.kubeapi import SERVICE_ACCOUNT_DIR, ClusterAccess, KubeApi
 from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES
 from pyscheduler_k8s.leader import LeaseSettings, default_identity
-from pyscheduler_k8s.replica import LEADERSHIP_RULE, Replica
+from pyscheduler_k8s.replica import Replica
 from pyscheduler_k8s.shim import DEFAULT_QUEUES, KubeShim, ShimOptions
+from pyscheduler_k8s.sole import SoleShim
 
 if TYPE_CHECKING:
     from pyscheduler.service import SchedulerService
 
-__all__ = ["KubeShim", "Replica", "ShimOptions", "SoleShim", "attach"]
+__all__ = ["KubeShim", "Replica", "SeveralClusters", "ShimOptions", "SoleShim", "attach"]
 
 
 def _namespace() -> str:
@@ -42,47 +44,44 @@ def _namespace() -> str:
         return "default"
 
 
-class SoleShim:
-    """The shim started without leader election: the only replica, always the leader. It
-    declares the same ``GET /ws/v1/k8s/leadership`` as a :class:`Replica` does."""
-
-    def __init__(self, shim: KubeShim) -> None:
-        self.shim = shim
-
-    def start(self) -> None:
-        self.shim.start()
-
-    def stop(self) -> None:
-        self.shim.stop()
-
-    def status(self) -> Mapping[str, object]:
-        return {"role": "leader", "identity": "", "holder": "", "lease": ""}
-
-    def routes(self) -> Sequence[Route]:
-        return (Route(LEADERSHIP_RULE, "k8s_leadership", self.status),)
+def _leader_election() -> bool:
+    return os.environ.get("PYSCHEDULER_K8S_LEADER_ELECTION", "true").strip().lower() not in ("0", "false", "no", "off")
 
 
-def attach(service: SchedulerService) -> Replica | SoleShim:
+def attach(service: SchedulerService) -> Replica | SoleShim | SeveralClusters:
     """The ``--rm`` entry point: the shim on the cluster the environment names, behind leader
     election (``PYSCHEDULER_K8S_LEADER_ELECTION``, default on: a Lease ``pyscheduler`` in the
     shim's namespace) or started at once; either declares ``GET /ws/v1/k8s/leadership``
-    (which replica leads) through ``routes()``."""
-    names = tuple(n.strip() for n in os.environ.get("PYSCHEDULER_K8S_SCHEDULER_NAMES", "").split(",") if n.strip())
-    access = ClusterAccess.discover(os.environ.get("PYSCHEDULER_K8S_KUBECONFIG") or None)
-    api = KubeApi(access)
-    options = ShimOptions(scheduler_names=names or DEFAULT_SCHEDULER_NAMES, namespace=_namespace())
+    (which replica leads) through ``routes()``.
 
+    With ``PYSCHEDULER_K8S_CLUSTERS`` (:mod:`.clusters`): one shim per named cluster, each its
+    own RM (``rm_id`` the cluster's name) with its own ConfigMap and Lease in that cluster,
+    all started in the background (a cluster away holds up nothing else)."""
+    names = tuple(n.strip() for n in os.environ.get("PYSCHEDULER_K8S_SCHEDULER_NAMES", "").split(",") if n.strip())
+    options = ShimOptions(scheduler_names=names or DEFAULT_SCHEDULER_NAMES, namespace=_namespace())
     # Without --config the queues are YuniKorn's default (the namespace placement rule), not
     # the service's own (everything in root.default); a ConfigMap overrides either.
     config_text = service.config_text if service.options.config_path is not None else DEFAULT_QUEUES
+    clusters = clusters_from_environment()
+    if clusters:
+        several = SeveralClusters({
+            cluster.name: _member(service, KubeApi(ClusterAccess.from_kubeconfig(cluster.kubeconfig)), config_text,
+                                  dataclasses.replace(options, rm_id=cluster.name))
+            for cluster in clusters})
+        several.start()
+        return several
+    api = KubeApi(ClusterAccess.discover(os.environ.get("PYSCHEDULER_K8S_KUBECONFIG") or None))
+    member = _member(service, api, config_text, options)
+    member.start()
+    return member
+
+
+def _member(service: SchedulerService, api: KubeApi, config_text: str, options: ShimOptions) -> Replica | SoleShim:
+    """The shim of one cluster behind leader election, or alone; not started."""
 
     def make_shim() -> KubeShim:
         return KubeShim(service.proxy, api, config_text, options)
 
-    if os.environ.get("PYSCHEDULER_K8S_LEADER_ELECTION", "true").strip().lower() in ("0", "false", "no", "off"):
-        sole = SoleShim(make_shim())
-        sole.start()
-        return sole
-    replica = Replica(make_shim, api, default_identity(), LeaseSettings(namespace=options.namespace))
-    replica.start()
-    return replica
+    if not _leader_election():
+        return SoleShim(make_shim)
+    return Replica(make_shim, api, default_identity(), LeaseSettings(namespace=options.namespace))

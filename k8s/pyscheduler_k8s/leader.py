@@ -105,7 +105,11 @@ class LeaderElector:
         """One acquire-or-renew (the thread steps every ``retry_period``)."""
         try:
             held = self._try_acquire_or_renew()
-        except Exception:  # the API server is unreachable or answered nonsense: retry
+        except KubeApiError as exc:  # the API server is unreachable or refused: one line, retried
+            log.warning("lease %s: acquire or renew failed: %s", self.path, exc)
+            log.debug("lease %s: acquire or renew failed", self.path, exc_info=True)
+            held = False
+        except Exception:  # answered nonsense: retry, with the traceback
             log.exception("lease %s: acquire or renew failed", self.path)
             held = False
         now = self._clock()

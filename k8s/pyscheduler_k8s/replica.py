@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from pyscheduler.service.rm import Route
-from pyscheduler_k8s.kubeapi import KubeApi
+from pyscheduler_k8s.kubeapi import KubeApi, KubeApiError
 from pyscheduler_k8s.leader import LeaderElector, LeaseSettings
 from pyscheduler_k8s.shim import KubeShim
 
@@ -56,6 +56,10 @@ class Replica:
 
     def start(self) -> None:
         self.elector.start()
+
+    def start_in_background(self) -> None:
+        """:meth:`start`: the elector and the shim it starts run on their own threads already."""
+        self.start()
 
     def stop(self) -> None:
         """Steps down (releasing the Lease) and stops the shim."""
@@ -98,13 +102,20 @@ class Replica:
                 if term != self._term or not self.elector.is_leader or self._stopping.is_set():
                     return
             shim = self._make_shim()
+            problem: Exception | None = None
             try:
                 shim.start()
+            except KubeApiError as exc:  # the API server away: one line (the traceback at debug level)
+                log.warning("the shim did not start: %s; trying again in %g s", exc, delay)
+                log.debug("the shim did not start", exc_info=True)
+                problem = exc
             except Exception as exc:
                 log.exception("the shim did not start: trying again in %g s", delay)
+                problem = exc
+            if problem is not None:
                 shim.stop()
                 with self._lock:
-                    self._problem = f"the shim did not start: {exc}"
+                    self._problem = f"the shim did not start: {problem}"
                 if self._stopping.wait(delay):
                     return
                 delay = min(START_RETRY_MAX, delay * 2)

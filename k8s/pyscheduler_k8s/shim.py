@@ -13,7 +13,8 @@ k8shim splits ``pkg/cache``, ``pkg/client`` and its scheduler callback:
 - :mod:`.pod_writes`: deletions, placeholder pods, pods marked failed;
 - :mod:`.core_client`: the requests to the core.
 
-**Start.** The shim registers with the core (``rm_id`` ``pyscheduler-k8s``) under the ConfigMap's
+**Start.** The shim registers with the core (``rm_id`` :attr:`ShimOptions.rm_id`: ``pyscheduler-k8s``,
+or the cluster's name when several are scheduled, :mod:`.clusters`) under the ConfigMap's
 configuration (:mod:`.configuration`), lists the nodes, the optional objects (reported layers,
 PriorityClasses, Namespaces, storage) and then the pods (:mod:`.pod_events`: a restart recovers
 bound pods as allocations and never binds them again), sets :attr:`KubeShim.synced`, then follows
@@ -71,6 +72,7 @@ class ShimOptions:
     scheduler_names: tuple[str, ...] = DEFAULT_SCHEDULER_NAMES
     #: The name in the events the shim writes (kube-scheduler's ``reportingController``).
     component: str = "pyscheduler"
+    #: The RM this shim is in the core: the partitions are ``[rm_id]<name>``.
     rm_id: str = RM_ID
     partition: str = "default"
     #: Threads binding pods (:mod:`.binder`).
