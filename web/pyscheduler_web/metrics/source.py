@@ -14,6 +14,7 @@ service assembled elsewhere (the core entry point) serves as long as it has them
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
@@ -70,8 +71,8 @@ class ScrapeCollector(Collector):
     def describe(self) -> list[Metric]:
         return []
 
-    def collect(self) -> Iterator[Metric]:
-        raise NotImplementedError
+    @abstractmethod
+    def collect(self) -> Iterator[Metric]: ...
 
 
 def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
