@@ -325,6 +325,7 @@ def invariant_problems(partition: Partition) -> list[str]:
     if partition.nodes and partition.root.max_resource != total:
         problems.append(f"root max {partition.root.max_resource} != node total {total}")
     problems.extend(partition.ugm.check_consistency())
+    problems.extend(partition.member_clusters.problems(partition.nodes))
     return problems
 
 

@@ -211,6 +211,8 @@ APPLICATION = obj(
     # clusterId: pyscheduler's addition (the partition's RM), always sent.
     ("partition", STR, NE), ("clusterId", STR, NE), ("queueName", STR, NE), ("submissionTime", INT),
     ("finishedTime", INT),
+    # memberCluster: pyscheduler's addition (issue 33 level 2), only once a hub placed the app.
+    ("memberCluster", STR),
     ("requests", ListOf(ASK)), ("allocations", ListOf(ALLOCATION)), ("applicationState", STR), ("user", STR),
     ("groups", STRLIST), ("rejectedMessage", STR), ("stateLog", ListOf(STATE_LOG)),
     ("placeholderData", ListOf(PLACEHOLDER)), ("hasReserved", BOOL), ("reservations", STRLIST),

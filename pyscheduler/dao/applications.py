@@ -153,6 +153,8 @@ def application_dao(app: AppView) -> dict[str, Any]:
     # ``default`` partitions stay apart in flat lists (the state dump).
     out["clusterId"] = cluster_id(app.partition)
     out["queueName"] = app.queue_path
+    # pyscheduler's addition (issue 33 level 2): the member cluster a hub placed it in.
+    put(out, "memberCluster", app.member_cluster)
     put(out, "submissionTime", app.submission_time_ns)
     # The first entry is the application's creation (New): YuniKorn logs transitions only.
     transitions = app.state_log[1:]

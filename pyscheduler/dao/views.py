@@ -102,6 +102,8 @@ class AppView(NamedTuple):
     #: group, (name, count, min resource, replaced, timed out).
     allocated_placeholder: Resource = Resource()
     placeholder_data: tuple[tuple[str, int, Resource, int, int], ...] = ()
+    #: The member cluster the application is placed in ("": none; issue 33 level 2).
+    member_cluster: str = ""
 
 
 def app_view(partition: Partition, app: Application) -> AppView:
@@ -131,6 +133,7 @@ def app_view(partition: Partition, app: Application) -> AppView:
         app.allocated_placeholder,
         tuple((d.task_group_name, d.count, d.min_resource, d.replaced, d.timed_out)
               for _, d in sorted(app.placeholder_data.items())),
+        app.member_cluster,
     )
 
 

@@ -36,6 +36,7 @@ from pyscheduler.objects.placeholders import (
 )
 from pyscheduler.objects.tracked_resource import TrackedResource
 from pyscheduler.objects.queue import Queue
+from pyscheduler.policies.member_cluster_tags import NO_CLUSTER_REQUEST
 
 __all__ = ["Application", "AppTimeouts", "StateUpdate", "RUNNING_STATES"]
 
@@ -94,6 +95,11 @@ class Application:
         self.user = user
         self.groups = tuple(groups)
         self.tags = dict(tags)
+        #: What the tags ask of the member cluster (pyscheduler.policies.member_cluster_tags;
+        #: the partition parses them when it adds the app) and the cluster the app is placed in,
+        #: whole ("": not placed yet; pyscheduler.objects.member_clusters).
+        self.cluster_request = NO_CLUSTER_REQUEST
+        self.member_cluster = ""
         #: The partition's lock, set when the partition adds the application (see
         #: pyscheduler.objects.locking).
         self.graph_lock: threading.RLock | None = None

@@ -49,7 +49,9 @@ from pyscheduler.objects.partition_outbox import (
     Released,
 )
 from pyscheduler.objects.queue import ObjectState, Queue, QueueSettings
+from pyscheduler.policies.member_cluster_tags import ClusterTagError, parse_cluster_request
 from pyscheduler.policies.placement import PlacementRejected
+from pyscheduler.si.vocabulary import CLUSTER_ATTRIBUTE
 
 __all__ = [
     "Outbox",
@@ -128,6 +130,8 @@ class Partition(PartitionGangs):
             self._set_total(self.total + node.total)
             self.events.node.added(node_id, node.total)
             self.role_histories.node_state(node_id, schedulable)
+            if CLUSTER_ATTRIBUTE in node.attributes:
+                self.member_clusters.node_added(node, self.applications)
         self.on_change()
         return node
 
@@ -154,6 +158,7 @@ class Partition(PartitionGangs):
             self.node_sort_policy = policy
             self.resource_weights = dict(weights)
             self.node_ordering.set_policy(policy, weights)
+            self.member_clusters.set_policy(policy, weights)
 
     def update_node(self, node_id: str, *, capacity: Resource | None = None,
                     attributes: Mapping[str, str] | None = None, reported_attributes: Mapping[str, str] | None = None,
@@ -177,8 +182,10 @@ class Partition(PartitionGangs):
                     self._set_total(self.total + delta)
             if occupied is not None:
                 node.set_occupied(occupied)
-            if attributes is not None or reported_attributes is not None:
-                node.set_attributes(attributes, reported_attributes)
+            if (attributes is not None or reported_attributes is not None) and \
+                    node.set_attributes(attributes, reported_attributes) and \
+                    (CLUSTER_ATTRIBUTE in node.attributes or node_id in self.member_clusters.cluster_of_node):
+                self.member_clusters.node_added(node, self.applications)  # joins, moves or leaves its cluster
         self.on_change()
 
     def set_node_schedulable(self, node_id: str, schedulable: bool) -> None:
@@ -217,6 +224,8 @@ class Partition(PartitionGangs):
             self._sorted_node_ids = None
             self.role_histories.node_state(node_id, False)
             self.node_ordering.remove(node_id)
+            if self.member_clusters.clusters:
+                self.member_clusters.node_removed(node_id, self.applications)
             self._set_total(self.total - node.total)
             self.events.node.removed(node_id)
             self.outbox.released.extend(released)
@@ -278,6 +287,10 @@ class Partition(PartitionGangs):
                     raise PlacementRejected(f"queue {queue.path} is not a leaf queue")
                 if not app.placeholder_ask.is_zero():
                     self._check_gang(app, queue)
+                try:
+                    app.cluster_request = parse_cluster_request(app.tags)
+                except ClusterTagError as err:
+                    raise PlacementRejected(f"application {app.app_id}: {err}") from None
             except PlacementRejected as err:
                 app.reject(str(err))
                 self.rejected_applications[app.app_id] = app
@@ -324,6 +337,8 @@ class Partition(PartitionGangs):
                     app.queue.dec_running_apps()
             del self.applications[app_id]
             self.gang_apps.pop(app_id, None)
+            if app.member_cluster:
+                self.member_clusters.forget(app)
             self.events.app.removed(app_id)
             self.ugm.remove_app(app.app_id, app.user)
             self.outbox.released.extend(released)
@@ -360,6 +375,8 @@ class Partition(PartitionGangs):
                 # The RM bound a pending ask itself: it becomes an allocation on that node (and
                 # a reservation it held is over, like when the cycle places it).
                 self.unreserve(alloc.allocation_key)
+                if self.member_clusters.clusters:
+                    self.member_clusters.pin_to_node(app, node, "the RM bound an allocation there")
                 node.add_allocation(pending)
                 app.allocate(pending, node.node_id, self._usage_added(app), node.instance_type)
                 self._role_landed(app, pending, node.node_id)
@@ -367,6 +384,8 @@ class Partition(PartitionGangs):
                 self._arm_quota_preemption(app.queue)
                 return "bound"
             alloc.place(node.node_id, self.clock.now_ns(), node.instance_type)
+            if self.member_clusters.clusters:
+                self.member_clusters.pin_to_node(app, node, "an allocation the RM reported runs there")
             node.add_allocation(alloc)
             app.recover_allocation(alloc, self._usage_added(app))
             self._role_landed(app, alloc, node.node_id)
@@ -428,6 +447,8 @@ class Partition(PartitionGangs):
             ):
                 raise PartitionError(f"allocation {ask.allocation_key} of {app.app_id} on {node.node_id} is stale")
             self.unreserve(ask.allocation_key)
+            if self.member_clusters.clusters and not app.member_cluster:
+                self.member_clusters.pin_to_node(app, node, f"first allocation {ask.allocation_key} on {node.node_id}")
             node.add_allocation(ask)
             app.allocate(ask, node.node_id, self._usage_added(app), node.instance_type)
             self._role_landed(app, ask, node.node_id)
@@ -527,6 +548,8 @@ class Partition(PartitionGangs):
     def _move_terminated(self, app: Application) -> None:
         del self.applications[app.app_id]
         self.gang_apps.pop(app.app_id, None)
+        if app.member_cluster:
+            self.member_clusters.forget(app)
         if app.queue is not None:
             app.queue.remove_application(app)
         self.ugm.remove_app(app.app_id, app.user)

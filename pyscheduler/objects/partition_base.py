@@ -21,6 +21,7 @@ from pyscheduler.common.resources import Resource
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import Application, AppTimeouts
 from pyscheduler.objects.locking import new_graph_lock
+from pyscheduler.objects.member_clusters import MemberClusters
 from pyscheduler.objects.node import Node
 from pyscheduler.objects.object_events import ObjectEvents
 from pyscheduler.objects.partition_outbox import Outbox
@@ -84,7 +85,10 @@ class PartitionBase:
         self.node_sort_policy = "fair"
         self.resource_weights: dict[str, float] = {"vcore": 1.0, "memory": 1.0}
         self.node_ordering: NodeOrdering = make_node_ordering(native=native_node_ordering)
+        #: The member clusters of a hub partition (none: scheduling as without them).
+        self.member_clusters = MemberClusters(events.app, native=native_node_ordering)
         self.reservations = Reservations(events.node, self.node_ordering)
+        self.reservations.also_reserved = self.member_clusters.set_reserved
         self.preemption_enabled = True
         self.quota_preemption_enabled = False
         #: Preemption attempts (past the preconditions), preemptions made, victims chosen, and

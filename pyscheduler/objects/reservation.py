@@ -9,6 +9,7 @@ NODE_RESERVATION events.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pyscheduler.objects.allocation import Allocation
@@ -41,6 +42,9 @@ class Reservations:
         self.ordering = ordering
         self.by_key: dict[str, Reservation] = {}
         self._by_node: dict[str, dict[str, Reservation]] = {}
+        #: Told of every change of a node's reserved flag, as ``ordering`` is (the partition's
+        #: member clusters keep node orders of their own).
+        self.also_reserved: Callable[[str, bool], None] | None = None
 
     def __len__(self) -> int:
         return len(self.by_key)
@@ -65,6 +69,8 @@ class Reservations:
         self._by_node.setdefault(node.node_id, {})[ask.allocation_key] = reservation
         node.reservations[ask.allocation_key] = ask.resource
         self.ordering.set_reserved(node.node_id, True)
+        if self.also_reserved is not None:
+            self.also_reserved(node.node_id, True)
         self._events.reserved(node.node_id, ask.allocation_key, ask.resource)
         return reservation
 
@@ -77,6 +83,8 @@ class Reservations:
         if not held:
             self._by_node.pop(reservation.node_id, None)
             self.ordering.set_reserved(reservation.node_id, False)
+            if self.also_reserved is not None:
+                self.also_reserved(reservation.node_id, False)
         resource = None
         if node is not None:
             resource = node.reservations.pop(allocation_key, None)

@@ -22,6 +22,7 @@ from pyscheduler.si.messages import ContainerSchedulingState, SchedulingReason, 
 
 __all__ = [
     "PREDICATES_EVENT_INTERVAL",
+    "no_member_cluster",
     "no_node_fits",
     "over_queue_headroom",
     "over_user_quota",
@@ -65,6 +66,17 @@ def no_node_fits(partition: Partition, app_id: str, ask: Allocation, now: float)
     if _due(ask.predicates_event_at, now):
         ask.predicates_event_at = now
         message = partition.events.app.request_no_node_fits(ask.allocation_key, app_id, ask.resource)
+        _tell(partition, app_id, ask.allocation_key, _FAILED, SchedulingReason.NO_NODE_FITS, message)
+
+
+def no_member_cluster(partition: Partition, app_id: str, ask: Allocation, reason: str, now: float) -> None:
+    """The ask's application waits for a member cluster (pyscheduler.scheduler.cluster_choice:
+    no cluster has room for the whole of it, or none is allowed): FAILED, NO_NODE_FITS with
+    ``reason``, rate-limited with the node reports."""
+    if _due(ask.predicates_event_at, now):
+        ask.predicates_event_at = now
+        message = f"Unschedulable request '{ask.allocation_key}': {reason}"
+        partition.events.app.request_diagnostic(ask.allocation_key, app_id, message, ask.resource)
         _tell(partition, app_id, ask.allocation_key, _FAILED, SchedulingReason.NO_NODE_FITS, message)
 
 

@@ -31,6 +31,14 @@ whose node lacks room) the cycle builds one attempt and offers it to its preempt
 (victims marked and released through the RM naming the ask as their preemptor, the node
 reserved when the plan says so) and ends the partition's walk, as a reservation would.
 
+**Member clusters** (issue 33 level 2: a hub partition whose nodes name their cluster,
+:mod:`pyscheduler.objects.member_clusters`): each application is placed whole in one cluster.
+The walk decides once per application visit which clusters it may use, in order
+(:mod:`pyscheduler.scheduler.cluster_choice`), and its asks take the steps above within them
+(:mod:`pyscheduler.scheduler.cycle_clusters`): node search, reservations, placeholder
+replacement, role history, required nodes and preemption use those clusters' nodes only. A
+partition without clusters pays one check per application visit.
+
 **Scheduling states.** Where a request event says why an ask waits (YuniKorn's ask events),
 the RM also hears ``update_container_scheduling_state`` with the same text and a typed code
 (:mod:`pyscheduler.scheduler.ask_reports`): SKIPPED with QUEUE_QUOTA or USER_QUOTA when the
@@ -59,7 +67,7 @@ from pyscheduler.objects.application_state import AppState
 from pyscheduler.objects.node import Node
 from pyscheduler.objects.partition import PREEMPTED_BY_SCHEDULER, Partition, Released
 from pyscheduler.objects.queue import ObjectState, Queue, queue_shape_version
-from pyscheduler.policies.node_ordering import Cursor
+from pyscheduler.policies.node_ordering import Cursor, NodeOrdering
 from pyscheduler.policies.role_history import Placement, history_key_of, role_of
 from pyscheduler.policies.sorting import app_sorter
 from pyscheduler.scheduler.preemption.policies import PREEMPTION_RELEASE, REQUIRED_NODE_PREEMPTION_RELEASE
@@ -74,6 +82,8 @@ from pyscheduler.si.callback import check_predicates
 from pyscheduler.si.messages import TAG_SCORE_NODES, PredicatesArgs, ScoreNodesArgs
 from pyscheduler.scheduler import ask_reports
 from pyscheduler.scheduler.ask_reports import PREDICATES_EVENT_INTERVAL
+from pyscheduler.scheduler.cluster_choice import ClusterScope, choose_scope, scope_of_node
+from pyscheduler.scheduler.cycle_clusters import pin_by_plan, try_in_clusters
 from pyscheduler.scheduler.node_preference import best_candidate, feasible_nodes_to_find
 
 if TYPE_CHECKING:
@@ -228,6 +238,8 @@ class SchedulingCycle:
         reserved = partition.reservations.by_key
         now = self.context.clock.now_ns()
         events = partition.events.app
+        # Member clusters (cycle_clusters): where this application may go, decided once per visit.
+        scope = choose_scope(partition.member_clusters, app) if partition.member_clusters.clusters else None
         for ask in app.iter_asks():
             if ask.allocation_key in reserved or app.can_replace(ask):
                 continue  # a member of a task group waits for one of its placeholders
@@ -244,7 +256,7 @@ class SchedulingCycle:
                 ask.user_quota_failed = False
                 events.request_fits_in_user_quota(ask.allocation_key, app.app_id, resource)
             if not resource.fits_in_max_undef(queue_room):
-                if self._preempt(partition, queue, app, ask, PreemptionTrigger.QUEUE_HEADROOM):
+                if self._preempt(partition, queue, app, ask, PreemptionTrigger.QUEUE_HEADROOM, scope=scope):
                     return None
                 ask.log_failure(QUEUE_QUOTA, now)
                 if not ask.queue_headroom_failed:
@@ -254,7 +266,9 @@ class SchedulingCycle:
             if ask.queue_headroom_failed:
                 ask.queue_headroom_failed = False
                 events.request_fits_in_queue(ask.allocation_key, app.app_id, queue.path, resource)
-            if ask.required_node:
+            if scope is not None:
+                decision = try_in_clusters(self, partition, queue, app, ask, now, scope)
+            elif ask.required_node:
                 decision = self._try_required_node(partition, app, ask)
             else:
                 placement = self._history_placement(partition, queue, app, ask)
@@ -315,7 +329,10 @@ class SchedulingCycle:
         if first is None:
             return None
         real, placeholder = first
-        node = self._first_node(partition, real, skip_reserved=True)
+        # A gang placed in a member cluster stays there whole.
+        cluster = partition.member_clusters.clusters.get(app.member_cluster) if app.member_cluster else None
+        node = self._first_node(partition, real, skip_reserved=True,
+                                ordering=cluster.ordering if cluster is not None else None)
         if node is None:
             return None
         return self._replace(partition, app, real, placeholder, node)
@@ -329,16 +346,23 @@ class SchedulingCycle:
     # -- preemption ----------------------------------------------------------------------------------
 
     def _preempt(self, partition: Partition, queue: Queue, app: Application, ask: Allocation,
-                 trigger: PreemptionTrigger, node: Node | None = None) -> bool:
+                 trigger: PreemptionTrigger, node: Node | None = None, *, scope: ClusterScope | None = None) -> bool:
         """Offers the ask to the preemptors in order (pyscheduler.scheduler.preemption.preemptor);
-        the first plan is applied. Whether one was: the walk then ends, as a reservation would."""
+        the first plan is applied. Whether one was: the walk then ends, as a reservation would.
+        ``scope``: the member clusters the ask may run in, in order; the victims are all in one
+        of them, where the application is then placed."""
+        if scope is not None and not scope.clusters:
+            return False  # no member cluster is allowed: nowhere to free room
         context = self.context
         attempt = PreemptionAttempt(
             partition, queue, app, ask, trigger, context.predicates_for(partition),
-            context.preemption_predicates_for(partition), self._budget, self.reservation_delay, node)
+            context.preemption_predicates_for(partition), self._budget, self.reservation_delay, node,
+            scope.clusters if scope is not None else ())
         for preemptor in self.preemptors:
             plan = preemptor.try_preempt(attempt).plan
             if plan is not None:
+                if scope is not None and not app.member_cluster:
+                    pin_by_plan(partition, app, ask, plan.node_id)
                 self._apply_plan(partition, queue, app, ask, plan)
                 return True
         return False
@@ -380,12 +404,12 @@ class SchedulingCycle:
         partition.reservations.reserve(ask, node, required=False, now=self.context.clock.monotonic())
 
     def _try_required_node_preemption(self, partition: Partition, queue: Queue, app: Application,
-                                      ask: Allocation, node: Node) -> bool:
+                                      ask: Allocation, node: Node, scope: ClusterScope | None = None) -> bool:
         """A reserved daemon set ask that fits its queue but not its node (see
         pyscheduler.scheduler.preemption.required_node); when no preemptor frees its node, a
         request event and a FAILED scheduling state (REQUIRED_NODE) for the RM, at most one
         every PREDICATES_EVENT_INTERVAL per ask."""
-        if self._preempt(partition, queue, app, ask, PreemptionTrigger.REQUIRED_NODE, node):
+        if self._preempt(partition, queue, app, ask, PreemptionTrigger.REQUIRED_NODE, node, scope=scope):
             return True
         ask_reports.required_node_refuses(partition, app.app_id, ask, node.node_id, self.context.clock.monotonic())
         return False
@@ -427,28 +451,45 @@ class SchedulingCycle:
     # -- nodes ---------------------------------------------------------------------------------------
 
     def _try_nodes(self, partition: Partition, queue: Queue, app: Application, ask: Allocation, now_ns: int,
-                   avoid: frozenset[str] = frozenset()) -> Decision | None:
+                   avoid: frozenset[str] = frozenset(), scope: ClusterScope | None = None) -> Decision | None:
+        """The ask on the first node in order that takes it (``scope``: the nodes of its member
+        clusters, cluster by cluster in its order), else preemption, else a reservation."""
         failures: dict[str, int] = {}
-        node = self._first_node(partition, ask, skip_reserved=True, failures=failures, avoid=avoid)
+        if scope is None:
+            node = self._first_node(partition, ask, skip_reserved=True, failures=failures, avoid=avoid)
+        else:
+            node = None
+            for cluster in scope.clusters:
+                node = self._first_node(partition, ask, skip_reserved=True, failures=failures, avoid=avoid,
+                                        ordering=cluster.ordering)
+                if node is not None:
+                    break
         if node is not None:
             return self._commit(partition, app, ask, node)
         if failures:
             ask_reports.predicates_failed(partition, app.app_id, ask, failures, self.context.clock.monotonic())
         else:
             ask_reports.no_node_fits(partition, app.app_id, ask, self.context.clock.monotonic())
-        if self._preempt(partition, queue, app, ask, PreemptionTrigger.NO_NODE_FITS):
+        if self._preempt(partition, queue, app, ask, PreemptionTrigger.NO_NODE_FITS, scope=scope):
             return None
         if (now_ns - ask.create_time_ns) / 1e9 >= self.reservation_delay:
-            self._reserve_closest(partition, ask)
+            if scope is None:
+                self._reserve_closest(partition, ask)
+            else:
+                for cluster in scope.clusters:
+                    if self._reserve_closest(partition, ask, cluster.ordering):
+                        break
         return None
 
     def _first_node(self, partition: Partition, ask: Allocation, *, skip_reserved: bool,
                     exclude: str = "", failures: dict[str, int] | None = None,
-                    avoid: frozenset[str] = frozenset()) -> Node | None:
-        """The first node in order that fits and passes the RM's predicates, other than
-        ``exclude`` and ``avoid`` (nodes the ask's role failed on too often); each refusal is
-        logged on the ask and counted by reason in ``failures``."""
-        ordering = partition.node_ordering
+                    avoid: frozenset[str] = frozenset(), ordering: NodeOrdering | None = None) -> Node | None:
+        """The first node in order (``ordering``: a member cluster's, else the partition's)
+        that fits and passes the RM's predicates, other than ``exclude`` and ``avoid`` (nodes
+        the ask's role failed on too often); each refusal is logged on the ask and counted by
+        reason in ``failures``."""
+        if ordering is None:
+            ordering = partition.node_ordering
         predicates = self.context.predicates_for(partition)
         scorer = self.context.node_scores_for(partition)
         # An ask the RM ranks nodes for gathers candidates first (node_preference).
@@ -508,7 +549,7 @@ class SchedulingCycle:
             ask.log_failure(reason, self.context.clock.now_ns())
         return not reason
 
-    def _reserve_closest(self, partition: Partition, ask: Allocation) -> None:
+    def _reserve_closest(self, partition: Partition, ask: Allocation, ordering: NodeOrdering | None = None) -> bool:
         """Reserves the schedulable node whose capacity holds the ask and whose available
         resources come closest to fitting it (YuniKorn's FitInScore), among the nodes the RM's
         predicates accept for a reservation (``allocate=False``, YuniKorn's preReserveConditions):
@@ -516,13 +557,15 @@ class SchedulingCycle:
         if partition.reservations.reserved_nodes >= len(partition.nodes):
             # Every node holds a reservation already, so none can take a normal one: an
             # overloaded cluster would otherwise pay this scan on every cycle for every ask.
-            return
-        node_id = self._closest_accepted(partition, ask)
-        if node_id is not None:
-            node = partition.nodes[node_id]
-            partition.reservations.reserve(ask, node, required=False, now=self.context.clock.monotonic())
+            return False
+        node_id = self._closest_accepted(partition, ask, ordering or partition.node_ordering)
+        if node_id is None:
+            return False
+        node = partition.nodes[node_id]
+        partition.reservations.reserve(ask, node, required=False, now=self.context.clock.monotonic())
+        return True
 
-    def _closest_accepted(self, partition: Partition, ask: Allocation) -> str | None:
+    def _closest_accepted(self, partition: Partition, ask: Allocation, ordering: NodeOrdering) -> str | None:
         """The first node, closest to fitting first, that the RM accepts for a reservation.
         The node order scores every node (natively) and hands over a few candidates at a time;
         a node holding a reservation is no candidate (``can_reserve(node, required=False)``)."""
@@ -531,7 +574,7 @@ class SchedulingCycle:
         batch_size = RESERVATION_CANDIDATE_BATCH
         after: Cursor | None = None
         while True:
-            candidates = partition.node_ordering.closest_fits(demand, batch_size, after, skip_reserved=True)
+            candidates = ordering.closest_fits(demand, batch_size, after, skip_reserved=True)
             for _, node_id in candidates:
                 if predicates is None:
                     return node_id
@@ -556,6 +599,14 @@ class SchedulingCycle:
             if app is None or ask is None or node is None:
                 partition.reservations.unreserve(reservation.allocation_key, node)
                 continue
+            scope = None
+            if partition.member_clusters.clusters:
+                scope = scope_of_node(partition.member_clusters, app, node.node_id)
+                if scope is None:
+                    # The node is in no member cluster or not in the application's (placed
+                    # since it reserved): the hold ends, the ask goes where its application is.
+                    partition.reservations.unreserve(reservation.allocation_key, node)
+                    continue
             queue = app.queue
             if reservation.history and queue is not None:
                 placement = self._history_placement(partition, queue, app, ask)
@@ -570,7 +621,7 @@ class SchedulingCycle:
                 # not (the walk skips reserved asks, so this is their only chance).
                 if (not reservation.required and not ask.triggered_preemption
                         and ask.resource.fits_in_max_undef(self._user_headroom(partition, queue, app))
-                        and self._preempt(partition, queue, app, ask, PreemptionTrigger.QUEUE_HEADROOM)):
+                        and self._preempt(partition, queue, app, ask, PreemptionTrigger.QUEUE_HEADROOM, scope=scope)):
                     return None
                 continue
             # An app that is not running yet may have become unrunnable since it reserved
@@ -583,17 +634,18 @@ class SchedulingCycle:
                 return self._commit(partition, app, ask, node, from_reservation=True)
             if (ask.required_node and not reservation.history and not ask.triggered_preemption
                     and node.schedulable and not node.fits(ask.resource)):
-                if self._try_required_node_preemption(partition, queue, app, ask, node):
+                if self._try_required_node_preemption(partition, queue, app, ask, node, scope):
                     return None
                 continue
             if not reservation.required:
-                other = self._first_node(partition, ask, skip_reserved=True, exclude=node.node_id)
+                other = self._first_node(partition, ask, skip_reserved=True, exclude=node.node_id,
+                                         ordering=scope.clusters[0].ordering if scope is not None else None)
                 if other is not None:
                     return self._commit(partition, app, ask, other, from_reservation=True)
                 # Reserved while nothing fitted (the reservation delay is shorter than the
                 # preemption delay): it may still preempt, which moves its reservation.
                 if not ask.triggered_preemption and self._preempt(partition, queue, app, ask,
-                                                                  PreemptionTrigger.NO_NODE_FITS):
+                                                                  PreemptionTrigger.NO_NODE_FITS, scope=scope):
                     return None
         return None
 

@@ -66,6 +66,20 @@ NODE_READY_ATTRIBUTE: Final = "ready"
 ROLE_TAG: Final = "pyscheduler.io/role"
 HISTORY_KEY_TAG: Final = "pyscheduler.io/role-history-key"
 
+# Member clusters (issue 33 level 2, docs/multicluster.md): a hub RM registers one partition
+# whose nodes come from several member clusters. Node attributes: the node's member cluster,
+# and that cluster's labels as "key=value,key=value" (the same on all its nodes; absent: none).
+CLUSTER_ATTRIBUTE: Final = "pyscheduler.io/cluster"
+CLUSTER_LABELS_ATTRIBUTE: Final = "pyscheduler.io/cluster-labels"
+# Application tags choosing the member cluster an application is placed in, whole:
+# required: only these clusters ("east,west"; one name pins), or the clusters whose labels match
+# every pair ("region=eu,tier=gold"); preferred: these clusters first, in order ("west,east"),
+# or the clusters whose labels match ("region=eu"). A malformed value rejects the application.
+APP_TAG_CLUSTERS: Final = "pyscheduler.io/clusters"
+APP_TAG_CLUSTER_SELECTOR: Final = "pyscheduler.io/cluster-selector"
+APP_TAG_PREFERRED_CLUSTERS: Final = "pyscheduler.io/preferred-clusters"
+APP_TAG_PREFERRED_CLUSTER_SELECTOR: Final = "pyscheduler.io/preferred-cluster-selector"
+
 
 # -- tag helpers -----------------------------------------------------------------------------------
 

@@ -475,10 +475,11 @@ class GuaranteedPreemptor:
                 queue.remove_allocation(victim.resource)
                 seen.add(victim.allocation_key)
         extra: list[Allocation] = []
+        nodes = self.nodes
         for eligible, victim in ordered:
             key = victim.allocation_key
-            if key in seen:
-                continue
+            if key in seen or victim.node_id not in nodes:
+                continue  # taken already, or on a node out of this attempt (another member cluster)
             self.queue_of[key] = eligible.queue.path
             self._leaf_of[key] = eligible.queue
             queue = copies.get(eligible.queue.path)

@@ -17,6 +17,7 @@ plan and reports what the RM must hear (see :mod:`pyscheduler.scheduler.cycle`).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Final
 
 from pyscheduler.common.gc_pause import collector_paused
@@ -42,6 +43,7 @@ from pyscheduler.scheduler.preemption.preemptor import (
 from pyscheduler.scheduler.preemption.required_node import NO_VICTIM_FOR_REQUIRED_NODE, required_node_victims
 
 if TYPE_CHECKING:
+    from pyscheduler.common.resources import Resource
     from pyscheduler.objects.allocation import Allocation
     from pyscheduler.objects.node import Node
     from pyscheduler.objects.partition import Partition
@@ -112,21 +114,30 @@ class GuaranteedPreemption:
 
         partition.preemption_attempts += 1
         started = time.perf_counter()
+        memo = self._memos.setdefault(partition.name, PreemptionMemo())
+        # Earlier asks still waiting for their victims count as their queues' usage: the queue
+        # stops at its guarantee however many nodes let asks preempt at once.
+        claimed = claimed_by_preemptors(queue, reservations.by_key.values(), partition.applications) \
+            if reservations.by_key else None
+        # Member clusters: one decision over them all, its victims on one cluster's nodes (the
+        # first, in the ask's order, with a plan). Otherwise: every node of the partition.
+        scopes: tuple[tuple[Mapping[str, Node], Sequence[str], Callable[[Resource], Iterable[str]]], ...] = tuple(
+            (c.nodes, c.sorted_node_ids(), c.fitting_node_ids) for c in attempt.clusters
+        ) if attempt.clusters else ((partition.nodes, partition.sorted_node_ids(), partition.fitting_node_ids),)
+        outcome = NOT_APPLICABLE
         # A decision makes thousands of short-lived dicts: a collection meeting them would
         # promote them and bring a full collection (the whole heap) closer.
         with collector_paused():
-            planner = GuaranteedPreemptor(
-                queue, ask, partition.applications, partition.nodes, partition.sorted_node_ids(),
-                nodes_tried=attempt.trigger is PreemptionTrigger.NO_NODE_FITS,
-                predicates=attempt.predicates, preemption_predicates=attempt.preemption_predicates,
-                reserved_by_others=reserved_by_others, fitting=partition.fitting_node_ids,
-                memo=self._memos.setdefault(partition.name, PreemptionMemo()),
-                # Earlier asks still waiting for their victims count as their queues' usage: the
-                # queue stops at its guarantee however many nodes let asks preempt at once.
-                claimed=claimed_by_preemptors(queue, reservations.by_key.values(), partition.applications)
-                if reservations.by_key else None,
-            )
-            outcome = planner.try_preemption()
+            for nodes, sorted_ids, fitting in scopes:
+                planner = GuaranteedPreemptor(
+                    queue, ask, partition.applications, nodes, sorted_ids,
+                    nodes_tried=attempt.trigger is PreemptionTrigger.NO_NODE_FITS,
+                    predicates=attempt.predicates, preemption_predicates=attempt.preemption_predicates,
+                    reserved_by_others=reserved_by_others, fitting=fitting, memo=memo, claimed=claimed,
+                )
+                outcome = planner.try_preemption()
+                if outcome.plan is not None:
+                    break
         partition.preemption_latency.observe((time.perf_counter() - started) * 1e3)
         if outcome.plan is None:
             if outcome.message:
@@ -162,6 +173,8 @@ class RequiredNodePreemption:
         node = attempt.node
         if attempt.trigger is not PreemptionTrigger.REQUIRED_NODE or node is None:
             return NOT_APPLICABLE
+        if attempt.clusters and not any(node.node_id in c.nodes for c in attempt.clusters):
+            return NOT_APPLICABLE  # the node is in another member cluster than the ask's
         victims = required_node_victims(attempt.ask, node, attempt.preemption_predicates)
         if not victims:
             attempt.ask.log_failure(NO_VICTIM_FOR_REQUIRED_NODE, attempt.partition.clock.now_ns())
