@@ -9,7 +9,9 @@ Subcommands:
   the ``pyscheduler-web`` package (``pip install 'pyscheduler[web]'``), exit 1 without it.
   ``--cluster`` (repeatable, with ``--rm pyscheduler_k8s:attach``) names the Kubernetes clusters
   to schedule, each its own RM (``PYSCHEDULER_K8S_CLUSTERS``; a bad name, a name given twice or
-  a missing kubeconfig exits 2).
+  a missing kubeconfig exits 2). ``--clusters-file FILE`` (with the same ``--rm``) makes the
+  shim a hub over member clusters (``PYSCHEDULER_K8S_CLUSTERS_FILE``, docs/multicluster.md; a
+  file that does not parse exits 2, naming what is wrong).
   An unreadable configuration or an ``--rm`` module that does not exist exits 2, an invalid
   configuration 1; otherwise it serves until SIGINT/SIGTERM (exit 0).
 - ``pyscheduler reporter-agent --node NAME [options]``: the node reporter manager as a per-node
@@ -256,6 +258,11 @@ def _serve(rest: list[str]) -> int:
         "PYSCHEDULER_K8S_CLUSTERS; default: the one cluster PYSCHEDULER_K8S_KUBECONFIG names)",
     )
     parser.add_argument(
+        "--clusters-file", metavar="FILE",
+        help="with --rm pyscheduler_k8s:attach: a hub over member clusters, listed in FILE (YAML: hub, members, "
+        "lostAfter, onLost; see docs/multicluster.md); sets PYSCHEDULER_K8S_CLUSTERS_FILE",
+    )
+    parser.add_argument(
         "--health-interval", type=float, default=DEFAULT_HEALTH_CHECK_INTERVAL, metavar="SECONDS",
         help="seconds between health checks (default %(default)g; 0 or less: only the first check)",
     )
@@ -358,6 +365,11 @@ def _serve(rest: list[str]) -> int:
         if problem:
             print(f"pyscheduler serve: --cluster {problem}", file=sys.stderr)
             return 2
+    if args.clusters_file:
+        problem = _name_hub(args.clusters_file, core.rms, bool(args.cluster))
+        if problem:
+            print(f"pyscheduler serve: --clusters-file {problem}", file=sys.stderr)
+            return 2
     try:
         core.read_config()  # fail here, before gunicorn forks, with the file's errors
     except OSError as exc:
@@ -390,6 +402,27 @@ def _name_clusters(entries: list[str], rms: Sequence[str]) -> str:
         os.environ[CLUSTERS_ENV] = format_clusters(clusters)  # gunicorn's worker inherits it
     except ValueError as exc:
         return str(exc)
+    return ""
+
+
+def _name_hub(path: str, rms: Sequence[str], with_clusters: bool) -> str:
+    """Checks ``--clusters-file`` (the Kubernetes shim among the RMs, no ``--cluster`` beside it,
+    the file a hub's) and names it to the served process; what is wrong, or ""."""
+    if not any(spec.split(":", 1)[0] == "pyscheduler_k8s" for spec in rms):
+        return "needs --rm pyscheduler_k8s:attach (the Kubernetes shim runs the hub)"
+    if with_clusters:
+        return "and --cluster: a hub lists its members in the file; use one or the other"
+    try:
+        from pyscheduler_k8s.hub.config import CLUSTERS_FILE_ENV, load_hub_config
+    except ImportError as exc:
+        return f"needs the Kubernetes package, pyscheduler-k8s ({exc})"
+    import os
+
+    try:
+        load_hub_config(path)
+    except ValueError as exc:
+        return str(exc)
+    os.environ[CLUSTERS_FILE_ENV] = os.path.abspath(os.path.expanduser(path))  # gunicorn's worker inherits it
     return ""
 
 

@@ -5,8 +5,10 @@ them into the user's cache directory (once per machine).
 
 Everything binds to 127.0.0.1 on free ports; the API server authenticates one static admin
 token (``system:masters``) and serves a self-signed certificate (clients skip verification:
-the test owns both ends). No controller manager runs, so a namespace's ``default`` service
-account is created by :meth:`KubeCluster.ensure_namespace`. Every wait is bounded.
+the test owns both ends). No controller manager runs unless asked
+(``start_cluster(..., controller_manager=True)``: the controllers that make a batch/v1 Job run,
+:data:`CONTROLLERS`), so a namespace's ``default`` service account is created by
+:meth:`KubeCluster.ensure_namespace`. Every wait is bounded.
 
 ``python tests/kube_cluster.py`` (``make k8s-smoke``) starts a cluster, creates a fake node,
 binds a pod to it and waits until kwok reports it Running, printing the timings.
@@ -32,6 +34,13 @@ import urllib3
 
 ROOT = Path(__file__).resolve().parent.parent
 READY_TIMEOUT = 60.0
+#: kube-controller-manager's controllers when a cluster runs one: a Job's pods created and its
+#: completions counted (job), its pods deleted with it (garbagecollector), a finished Job's
+#: ``ttlSecondsAfterFinished`` (ttl-after-finished), each namespace's ``default`` service
+#: account and its token, and the ``kube-root-ca.crt`` ConfigMap pods mount. Not the node
+#: lifecycle controller: kwok's nodes are the tests' to taint.
+CONTROLLERS = ("job", "garbagecollector", "ttl-after-finished", "serviceaccount", "serviceaccount-token",
+               "root-ca-cert-publisher")
 
 
 def tools_dir() -> Path:
@@ -159,6 +168,20 @@ class KubeCluster:
 
         self.wait_for("kube-apiserver /readyz", ready, READY_TIMEOUT, 0.2)
 
+    def _wait_controller_manager(self, port: int) -> None:
+        """Until kube-controller-manager answers ``/healthz`` (its controllers started)."""
+        process = self.processes["kube-controller-manager"]
+
+        def healthy() -> bool:
+            if process.poll() is not None:
+                raise RuntimeError("kube-controller-manager exited:\n" + self.log("kube-controller-manager")[-3000:])
+            try:
+                return requests.get(f"https://127.0.0.1:{port}/healthz", timeout=2.0, verify=False).status_code == 200
+            except requests.RequestException:
+                return False
+
+        self.wait_for("kube-controller-manager /healthz", healthy, READY_TIMEOUT, 0.2)
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stops the processes one after another, last started first: kube-apiserver stopping
         while etcd is already gone waits out its whole shutdown timeout (10 s a cluster)."""
@@ -182,13 +205,14 @@ def _start(name: str, args: list[str], workdir: Path) -> subprocess.Popen[bytes]
 
 
 def start_cluster(workdir: Path, tools: Path | None = None, *, kwok: bool = True,
-                  api_flags: tuple[str, ...] = ()) -> KubeCluster:
+                  api_flags: tuple[str, ...] = (), controller_manager: bool = False) -> KubeCluster:
     """Starts etcd, kube-apiserver (ready) and kwok in ``workdir``; the caller stops it.
     ``tools``: the build's output directory (default: :func:`tools_dir`); ``api_flags``: more
-    kube-apiserver flags."""
+    kube-apiserver flags; ``controller_manager``: kube-controller-manager too (healthy before
+    this returns), running :data:`CONTROLLERS` as the admin, without leader election."""
     tools = tools if tools is not None else tools_dir()
     bin_dir = tools / "bin"
-    for tool in ("kube-apiserver", "kwok"):
+    for tool in ("kube-apiserver", "kwok", *(["kube-controller-manager"] if controller_manager else [])):
         if not (bin_dir / tool).exists():
             raise FileNotFoundError(f"{bin_dir / tool} is missing: run tools/k8s/build.sh (make k8s-tools)")
     workdir.mkdir(parents=True, exist_ok=True)
@@ -238,6 +262,8 @@ contexts:
   context: {{cluster: local, user: admin}}
 current-context: local
 """)
+        if controller_manager:
+            _start_controller_manager(cluster, bin_dir / "kube-controller-manager")
         if kwok:
             cluster.processes["kwok"] = _start("kwok", [
                 str(bin_dir / "kwok"), f"--kubeconfig={cluster.kubeconfig}",
@@ -247,6 +273,27 @@ current-context: local
         cluster.stop()
         raise
     return cluster
+
+
+def _start_controller_manager(cluster: KubeCluster, binary: Path) -> None:
+    """kube-controller-manager against the cluster's API server, as its admin (the token of
+    the kubeconfig), serving its health on a free loopback port; the service-account token
+    controller signs with the API server's key and hands out its self-signed certificate as
+    the cluster's CA. Client QPS above the default 20: a test's Jobs should not queue behind
+    the controller's own rate limiter."""
+    port = free_port()
+    workdir = cluster.workdir
+    cluster.commands["kube-controller-manager"] = command = [
+        str(binary), f"--kubeconfig={cluster.kubeconfig}", "--bind-address=127.0.0.1", f"--secure-port={port}",
+        f"--cert-dir={workdir / 'controller-manager-certs'}", "--leader-elect=false",
+        f"--controllers={','.join(CONTROLLERS)}", "--service-account-private-key-file=sa.key",
+        f"--root-ca-file={workdir / 'certs' / 'apiserver.crt'}", "--use-service-account-credentials=false",
+        # Its own delegated authentication would look the API server's client CA up; nothing
+        # but /healthz (always allowed) is asked of it here.
+        "--authentication-skip-lookup=true", "--kube-api-qps=200", "--kube-api-burst=400",
+    ]
+    cluster.processes["kube-controller-manager"] = _start("kube-controller-manager", command, workdir)
+    cluster._wait_controller_manager(port)
 
 
 @contextmanager

@@ -7,7 +7,9 @@ Settings come from the environment of the served process: ``PYSCHEDULER_K8S_KUBE
 (comma-separated; default ``pyscheduler,yunikorn``), ``PYSCHEDULER_K8S_NAMESPACE`` (where the
 ``pyscheduler-configs`` ConfigMap is; default: the pod's own namespace in a cluster, else
 ``default``), ``PYSCHEDULER_K8S_CLUSTERS`` (several clusters, each named: ``NAME=KUBECONFIG``
-comma-separated, see :mod:`.clusters`; ``pyscheduler serve --cluster`` sets it).
+comma-separated, see :mod:`.clusters`; ``pyscheduler serve --cluster`` sets it),
+``PYSCHEDULER_K8S_CLUSTERS_FILE`` (a hub over member clusters, see :mod:`.hub`;
+``pyscheduler serve --clusters-file`` sets it).
 
 The queues come from the ``pyscheduler-configs`` (else ``yunikorn-configs``) ConfigMap, else from
 ``--config``, else YuniKorn's default: the ``namespace`` tag placement rule with ``create: true``
@@ -21,6 +23,7 @@ import os
 from typing import TYPE_CHECKING
 
 from pyscheduler_k8s.clusters import SeveralClusters, clusters_from_environment
+from pyscheduler_k8s.hub import HubConfig, HubRM, hub_config_from_environment, hub_shim_factory
 from pyscheduler_k8s.kubeapi import SERVICE_ACCOUNT_DIR, ClusterAccess, KubeApi
 from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES
 from pyscheduler_k8s.leader import LeaseSettings, default_identity
@@ -31,7 +34,7 @@ from pyscheduler_k8s.sole import SoleShim
 if TYPE_CHECKING:
     from pyscheduler.service import SchedulerService
 
-__all__ = ["KubeShim", "Replica", "SeveralClusters", "ShimOptions", "SoleShim", "attach"]
+__all__ = ["HubRM", "KubeShim", "Replica", "SeveralClusters", "ShimOptions", "SoleShim", "attach"]
 
 
 def _namespace() -> str:
@@ -48,7 +51,7 @@ def _leader_election() -> bool:
     return os.environ.get("PYSCHEDULER_K8S_LEADER_ELECTION", "true").strip().lower() not in ("0", "false", "no", "off")
 
 
-def attach(service: SchedulerService) -> Replica | SoleShim | SeveralClusters:
+def attach(service: SchedulerService) -> Replica | SoleShim | SeveralClusters | HubRM:
     """The ``--rm`` entry point: the shim on the cluster the environment names, behind leader
     election (``PYSCHEDULER_K8S_LEADER_ELECTION``, default on: a Lease ``pyscheduler`` in the
     shim's namespace) or started at once; either declares ``GET /ws/v1/k8s/leadership``
@@ -62,6 +65,9 @@ def attach(service: SchedulerService) -> Replica | SoleShim | SeveralClusters:
     # Without --config the queues are YuniKorn's default (the namespace placement rule), not
     # the service's own (everything in root.default); a ConfigMap overrides either.
     config_text = service.config_text if service.options.config_path is not None else DEFAULT_QUEUES
+    hub = hub_config_from_environment()
+    if hub is not None:
+        return _hub(service, config_text, dataclasses.replace(options, rm_id=hub.hub.name), hub)
     clusters = clusters_from_environment()
     if clusters:
         several = SeveralClusters({
@@ -74,6 +80,17 @@ def attach(service: SchedulerService) -> Replica | SoleShim | SeveralClusters:
     member = _member(service, api, config_text, options)
     member.start()
     return member
+
+
+def _hub(service: SchedulerService, config_text: str, options: ShimOptions, settings: HubConfig) -> HubRM:
+    """The hub over its members (:mod:`.hub`), started in the background behind the hub's
+    leader election (a member away holds up nothing)."""
+    hub_api, make_shim = hub_shim_factory(service.proxy, config_text, options, settings)
+    runner: Replica | SoleShim = SoleShim(make_shim) if not _leader_election() else Replica(
+        make_shim, hub_api, default_identity(), LeaseSettings(namespace=options.namespace))
+    rm = HubRM(runner)
+    rm.start()
+    return rm
 
 
 def _member(service: SchedulerService, api: KubeApi, config_text: str, options: ShimOptions) -> Replica | SoleShim:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 
 from pyscheduler.si import messages as si
 from pyscheduler_k8s.cache.tasks import TaskCache
@@ -23,7 +24,12 @@ from pyscheduler_k8s.kubeapi import KubeApi, KubeApiError
 from pyscheduler_k8s.threads import DelayedCalls, QueuePool, backoff
 from pyscheduler_k8s.volumes import VolumeBinder
 
-__all__ = ["Binder"]
+__all__ = ["Binder", "PlacePod"]
+
+#: Places a pod on a node once the core chose it: (namespace, name, uid, node). A cluster's
+#: binding by default; a hub's copy in the member (:mod:`.hub.delegation`). Raises on failure
+#: (a :class:`KubeApiError` 404 or 409: gone or placed meanwhile, nothing to retry).
+PlacePod = Callable[[str, str, str, str], None]
 
 log = logging.getLogger(__name__)
 
@@ -31,8 +37,9 @@ log = logging.getLogger(__name__)
 class Binder:
     def __init__(self, api: KubeApi, tasks: TaskCache, volume_binder: VolumeBinder, core: CoreClient,
                  recorder: EventRecorder, counts: ShimCounts, *, threads: int,
-                 stop: threading.Event) -> None:
+                 stop: threading.Event, place: PlacePod | None = None) -> None:
         self._api = api
+        self._place: PlacePod = place if place is not None else self._bind_in_cluster
         self._tasks = tasks
         self._volume_binder = volume_binder
         self._core = core
@@ -61,7 +68,7 @@ class Binder:
             return  # gone meanwhile: its release has been sent
         try:
             self._volume_binder.prebind(uid, node)  # its claims bound first (PreBind)
-            self._api.bind(target[0], target[1], node)
+            self._place(target[0], target[1], uid, node)
         except Exception as exc:  # gone, bound meanwhile, or the API server failed
             self._counts.bind_failures += 1
             log.warning("binding %s/%s to %s failed: %s", target[0], target[1], node, exc)
@@ -70,6 +77,9 @@ class Binder:
         self._counts.bound += 1
         self._recorder.event(target[0], target[1], uid, "Normal", "Scheduled",
                              f"Successfully assigned {target[0]}/{target[1]} to {node}")
+
+    def _bind_in_cluster(self, namespace: str, name: str, uid: str, node: str) -> None:
+        self._api.bind(namespace, name, node)
 
     def _binding_failed(self, uid: str, error: Exception) -> None:
         """Gives the allocation's room back; the pod asks again after its pause unless it is

@@ -17,7 +17,7 @@ disappeared meanwhile is released, what appeared is added.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -39,6 +39,10 @@ __all__ = ["PODS_PATH", "PodEvents"]
 
 PODS_PATH = "/api/v1/pods"
 
+#: How a cluster's pod is shown to the handlers (a hub's member pods, :mod:`.hub.marks`); None:
+#: not a pod for the handlers at all.
+PodTransform = Callable[[dict[str, Any]], dict[str, Any] | None]
+
 
 def _gated(pod: Mapping[str, Any]) -> bool:
     return bool((pod.get("spec") or {}).get("schedulingGates"))
@@ -55,8 +59,13 @@ def _constraints_of(pod: Mapping[str, Any]) -> tuple[PodConstraints | None, str]
 
 class PodEvents:
     def __init__(self, api: KubeApi, tasks: TaskCache, core: CoreClient, recorder: EventRecorder, writes: PodWrites,
-                 scheduler_names: tuple[str, ...]) -> None:
+                 scheduler_names: tuple[str, ...], *, transform: PodTransform | None = None,
+                 belongs: Callable[[Mapping[str, Any]], bool] | None = None) -> None:
+        """``api``: the cluster whose pods these are; ``transform`` (a hub's): how each is shown
+        to the handlers; ``belongs``: which known records a fresh list of ``api`` covers."""
         self._api = api
+        self._transform = transform
+        self._belongs = belongs
         self._tasks = tasks
         self._core = core
         self._recorder = recorder
@@ -66,16 +75,27 @@ class PodEvents:
     def relist(self) -> str:
         """Lists every pod and reconciles (see the module doc); the list's version."""
         items, version = self._api.list(PODS_PATH)
-        present = {str((p.get("metadata") or {}).get("uid", "")) for p in items}
-        for raw in self._tasks.missing(present):
-            self.handle(DELETED, raw)
-        # Bound pods first: an application that already runs is recovered from its bound pods,
-        # so a pending pod of it never makes it a new gang (no second set of placeholders).
-        for item in sorted(items, key=lambda pod: not (pod.get("spec") or {}).get("nodeName")):
-            self.handle("ADDED", item)
+        self.reconcile(items)
         return version
 
+    def reconcile(self, items: list[dict[str, Any]]) -> None:
+        """A fresh list of the cluster's pods applied (see the module doc)."""
+        present = {str((p.get("metadata") or {}).get("uid", "")) for p in items}
+        for raw in self._tasks.missing(present, self._belongs):
+            self._handle_shown(DELETED, raw)
+        # Bound pods first: an application that already runs is recovered from its bound pods,
+        # so a pending pod of it never makes it a new gang (no second set of placeholders).
+        shown = items if self._transform is None else [p for p in map(self._transform, items) if p is not None]
+        for item in sorted(shown, key=lambda pod: not (pod.get("spec") or {}).get("nodeName")):
+            self._handle_shown("ADDED", item)
+
     def handle(self, kind: str, pod: dict[str, Any]) -> None:
+        """One watch event of the cluster's pod."""
+        shown = pod if self._transform is None else self._transform(pod)
+        if shown is not None:
+            self._handle_shown(kind, shown)
+
+    def _handle_shown(self, kind: str, pod: dict[str, Any]) -> None:
         view = pod_view(pod)
         if not view.uid:
             return

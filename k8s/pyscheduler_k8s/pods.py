@@ -49,6 +49,8 @@ from typing import Any, Final
 import orjson
 
 from pyscheduler.common.quantity import core_name, core_resources
+from pyscheduler.si.vocabulary import APP_TAG_CLUSTER_SELECTOR, APP_TAG_CLUSTERS, APP_TAG_PREFERRED_CLUSTER_SELECTOR, \
+    APP_TAG_PREFERRED_CLUSTERS
 from pyscheduler_k8s.quantity import INT64_MAX, QuantityError, parse_quantity
 from pyscheduler_k8s.roles import history_key_of, role_of
 
@@ -256,10 +258,19 @@ class PodView:
     placeholder: bool = False
     role: str = ""
     history_key: str = ""
+    #: Its annotations choosing a hub's member cluster (:data:`CLUSTER_ANNOTATIONS`), given to the
+    #: core as its application's tags.
+    cluster_tags: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
+
+
+#: The annotations of a pod choosing the member cluster its application is placed in (a hub's,
+#: docs/multicluster.md): the core's application tags of the same names.
+CLUSTER_ANNOTATIONS: Final = (APP_TAG_CLUSTERS, APP_TAG_CLUSTER_SELECTOR, APP_TAG_PREFERRED_CLUSTERS,
+                              APP_TAG_PREFERRED_CLUSTER_SELECTOR)
 
 
 def allow_preemption_of(annotations: Mapping[str, Any] | None) -> bool | None:
@@ -291,4 +302,5 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         task_group=str(annotations.get(TASK_GROUP_NAME_ANNOTATION, "")),
         placeholder=str(annotations.get(PLACEHOLDER_ANNOTATION, "")).lower() == "true",
         role=role_of(pod), history_key=history_key_of(pod),
+        cluster_tags=tuple((key, str(annotations[key])) for key in CLUSTER_ANNOTATIONS if key in annotations),
     )

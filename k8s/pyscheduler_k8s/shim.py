@@ -27,12 +27,12 @@ from __future__ import annotations
 import functools
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from pyscheduler.si.api import SchedulerAPI
-from pyscheduler_k8s.binder import Binder
+from pyscheduler_k8s.binder import Binder, PlacePod
 from pyscheduler_k8s.cache import ShimCache
 from pyscheduler_k8s.callback import ShimCallback
 from pyscheduler_k8s.cluster_events import NAMESPACES_PATH, NODES_PATH, PRIORITY_CLASSES_PATH, ClusterEvents
@@ -43,7 +43,7 @@ from pyscheduler_k8s.counts import ShimCounts
 from pyscheduler_k8s.event_recorder import EventRecorder
 from pyscheduler_k8s.informers import Informers
 from pyscheduler_k8s.kubeapi import KubeApi
-from pyscheduler_k8s.pod_events import PODS_PATH, PodEvents
+from pyscheduler_k8s.pod_events import PODS_PATH, PodEvents, PodTransform
 from pyscheduler_k8s.pod_writes import PodWrites
 from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES
 from pyscheduler_k8s.volumes import STORAGE_PATHS, VolumeBinder
@@ -94,7 +94,12 @@ class ShimOptions:
 
 class KubeShim:
     def __init__(self, proxy: SchedulerAPI, api: KubeApi, config_text: str, options: ShimOptions | None = None,
-                 *, clock: Callable[[], float] = time.time) -> None:
+                 *, clock: Callable[[], float] = time.time, place: PlacePod | None = None,
+                 pod_transform: PodTransform | None = None,
+                 pod_belongs: Callable[[Mapping[str, Any]], bool] | None = None) -> None:
+        """``place``, ``pod_transform`` and ``pod_belongs``: a hub's (:mod:`.hub`): pods placed
+        by a copy in a member instead of a binding, shown placed from their marks, and the hub's
+        own records told from its members'."""
         self.proxy = proxy
         self.api = api
         self.config_text = config_text
@@ -105,18 +110,20 @@ class KubeShim:
         self.informers = Informers(api, self.counts, watch_timeout=opts.watch_timeout,
                                    optional_recheck=opts.optional_recheck)
         stopping = self.informers.stopping
+        self.clock = clock
         self.core = CoreClient(proxy, opts.rm_id, opts.partition, cache.cluster, cache.tasks)
         self.recorder = EventRecorder(api, cache.tasks, self.counts, component=opts.component, clock=clock,
                                       event_writers=opts.event_writers, status_writers=opts.status_writers)
         self.writes = PodWrites(api, cache.tasks, self.recorder, self.counts)
         volume_binder = VolumeBinder(api, cache.volumes, cache.lock, stopping)
         self.binder = Binder(api, cache.tasks, volume_binder, self.core, self.recorder, self.counts,
-                             threads=opts.binders, stop=stopping)
+                             threads=opts.binders, stop=stopping, place=place)
         self.callback = ShimCallback(cache, self.core, self.binder, self.recorder, self.writes,
                                      component=opts.component)
         self.configuration = Configuration(api, proxy, self.recorder, self.counts, rm_id=opts.rm_id,
                                            namespace=opts.namespace, config_text=config_text)
-        self.pods = PodEvents(api, cache.tasks, self.core, self.recorder, self.writes, opts.scheduler_names)
+        self.pods = PodEvents(api, cache.tasks, self.core, self.recorder, self.writes, opts.scheduler_names,
+                              transform=pod_transform, belongs=pod_belongs)
         self.cluster = ClusterEvents(api, cache.cluster, self.core, self.informers)
 
     def start(self) -> None:
@@ -130,21 +137,29 @@ class KubeShim:
         informers.add("nodes", NODES_PATH, cluster.relist_nodes(), cluster.on_node, cluster.relist_nodes)
         informers.add("customnoderesources", CNR_PATH, cluster.relist_reported(), cluster.on_reported,
                       cluster.relist_reported)
-        informers.add("priorityclasses", PRIORITY_CLASSES_PATH, cluster.relist_priority_classes(),
-                      cluster.on_priority_class, cluster.relist_priority_classes)
-        informers.add("namespaces", NAMESPACES_PATH, cluster.relist_namespaces(), cluster.on_namespace,
-                      cluster.relist_namespaces)
+        self._follow_priority_classes_and_namespaces()
         for kind, path in STORAGE_PATHS.items():
             informers.add(kind, path, cluster.relist_storage(kind), functools.partial(cluster.on_storage, kind),
                           functools.partial(cluster.relist_storage, kind))
         informers.add("pods", PODS_PATH, self.pods.relist(), self.pods.handle, self.pods.relist)
-        informers.add("configmaps", self.configuration.path, maps_version, self.configuration.on_config_map,
-                      self.configuration.relist)
+        self._follow_config_map_and_run(maps_version)
+
+    def _follow_priority_classes_and_namespaces(self) -> None:
+        cluster = self.cluster
+        self.informers.add("priorityclasses", PRIORITY_CLASSES_PATH, cluster.relist_priority_classes(),
+                           cluster.on_priority_class, cluster.relist_priority_classes)
+        self.informers.add("namespaces", NAMESPACES_PATH, cluster.relist_namespaces(), cluster.on_namespace,
+                           cluster.relist_namespaces)
+
+    def _follow_config_map_and_run(self, maps_version: str | None) -> None:
+        """The last step of a start: the ConfigMap followed, the shim synced, its threads running."""
+        self.informers.add("configmaps", self.configuration.path, maps_version, self.configuration.on_config_map,
+                           self.configuration.relist)
         self.synced.set()
         self.binder.start()
         self.recorder.start()
         self.writes.start()
-        informers.start()
+        self.informers.start()
 
     def stop(self) -> None:
         """Stops following the cluster, then the binders and writers (what they hold is

@@ -6,7 +6,7 @@
 # user's cache directory (${XDG_CACHE_HOME:-~/.cache}/pyscheduler/k8s-<versions>), outside the
 # checkout, so a fresh clone on the same machine reuses it; a piece already built is kept.
 #
-# Takes about 11 minutes on 2 cores the first time (kube-apiserver 7, kwok 3.5), downloading
+# Takes about 12 minutes on 2 cores the first time (kube-apiserver 7, kwok 3.5, kube-controller-manager 2), downloading
 # from the Go module proxy and the Debian archive. WITH_KUBE_SCHEDULER=1 also builds kube-scheduler
 # of the same version (about 6 more minutes; the benchmark's opponent, not needed by the tests).
 # Usage: tools/k8s/build.sh [OUT_DIR]; prints
@@ -74,6 +74,10 @@ if [ ! -s "$OUT/kwok-stages.yaml" ]; then
     done >"$OUT/kwok-stages.yaml"
 fi
 step "kwok: $("$BIN/kwok" --version 2>&1 | head -1); stages in $OUT/kwok-stages.yaml"
+# The hub of several clusters runs its Jobs' controller (the multi-cluster tests); about 2
+# minute more once kube-apiserver is built (they share most packages).
+build_k8s_command kube-controller-manager 2
+step "kube-controller-manager: $("$BIN/kube-controller-manager" --version)"
 if [ "${WITH_KUBE_SCHEDULER:-0}" = 1 ]; then
     # Only the benchmark against kube-scheduler needs it (make bench-k8s), not make test.
     build_k8s_command kube-scheduler 6

@@ -66,6 +66,8 @@ class TaskEvent(str, Enum):
     GANG_RUNS = "gangRuns"
     #: The core refused its application: the pod is held with the core's reason.
     APPLICATION_REJECTED = "applicationRejected"
+    #: A hub's member cluster was lost: the pod placed there asks again (:mod:`..hub`).
+    REQUEUE = "requeue"
 
 
 _T = TaskState
@@ -81,6 +83,7 @@ TASK_TRANSITIONS: Final[dict[TaskEvent, dict[TaskState, TaskState]]] = {
     TaskEvent.GANG_RUNS: {_T.WAITING: _T.ASK},
     TaskEvent.APPLICATION_REJECTED: {_T.ASK: _T.HELD, _T.WAITING: _T.HELD, _T.ALLOCATED: _T.HELD,
                                      _T.RELEASED: _T.HELD, _T.HELD: _T.HELD},
+    TaskEvent.REQUEUE: {_T.ALLOCATED: _T.ASK, _T.RELEASED: _T.ASK},
 }
 
 

@@ -229,10 +229,13 @@ class TaskCache:
                         app_left = True
             return GoneRecord(task, app_left)
 
-    def missing(self, present: set[str]) -> list[dict[str, Any]]:
-        """The pods known but not in a fresh list (deleted while no watch ran)."""
+    def missing(self, present: set[str], belongs: Callable[[Mapping[str, Any]], bool] | None = None
+                ) -> list[dict[str, Any]]:
+        """The pods known but not in a fresh list (deleted while no watch ran); ``belongs``:
+        only the records the list covers (a hub's records come from several clusters' lists)."""
         with self._lock:
-            return [dict(task.raw) for uid, task in self._pods.items() if uid not in present]
+            return [dict(task.raw) for uid, task in self._pods.items()
+                    if uid not in present and (belongs is None or belongs(task.raw))]
 
     # -- the core's answers ------------------------------------------------------------------------
 
@@ -338,6 +341,33 @@ class TaskCache:
             if retry:
                 task.failures += 1
             return task.view, task.failures
+
+    def requeue(self, uid: str) -> PodView | None:
+        """A hub pod placed in a member cluster that was lost asks again (its room there is
+        forgotten); None when it is not placed (gone, or asking already)."""
+        with self._lock:
+            task = self._pods.get(uid)
+            if task is None or not task_accepts(task.state, TaskEvent.REQUEUE):
+                return None
+            self._transition(task, TaskEvent.REQUEUE)
+            task.node = ""
+            self._index.remove(uid)
+            self._volumes.remove(uid)
+            return task.view
+
+    def placed_on(self, node_prefix: str) -> list[str]:
+        """The pods of ours allocated on a node whose name starts with ``node_prefix`` (a hub's
+        member: ``[east]``), or released there by the core and not asking again yet."""
+        with self._lock:
+            return [uid for uid, task in self._pods.items()
+                    if task.state in (TaskState.ALLOCATED, TaskState.RELEASED)
+                    and (task.node.startswith(node_prefix) or task.view.node_name.startswith(node_prefix))]
+
+    def raw(self, uid: str) -> Mapping[str, Any] | None:
+        """The pod as last seen (read-only), or None."""
+        with self._lock:
+            task = self._pods.get(uid)
+            return None if task is None else task.raw
 
     def asking(self, uid: str) -> PodView | None:
         """The pod if it still asks (after a failed binding's backoff)."""
