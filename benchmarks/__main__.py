@@ -24,6 +24,7 @@ from benchmarks import (
     interpod,
     kube_contenders,
     kubernetes,
+    multicluster,
     preemption,
     reporter,
     rest,
@@ -135,6 +136,11 @@ def _run_kubernetes(args: argparse.Namespace, progress: Progress) -> FamilyRepor
                           workloads=args.kube_workloads, baseline=args.baseline, contenders=args.kube_contenders)
 
 
+def _run_multicluster(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return multicluster.run(quick=args.quick, progress=progress, nodes=args.multicluster_nodes,
+                            pods=args.multicluster_pods)
+
+
 FAMILIES: dict[str, Family] = {
     family.name: family
     for family in (
@@ -193,6 +199,11 @@ FAMILIES: dict[str, Family] = {
             "kubernetes",
             "pods bound per second on a real API server with 1,000 kwok nodes: the shim vs kube-scheduler",
             _run_kubernetes,
+        ),
+        Family(
+            "multicluster",
+            "pods placed per second through a hub over 3 member clusters of 500 kwok nodes vs one cluster of 1,500",
+            _run_multicluster,
         ),
     )
 }
@@ -356,6 +367,11 @@ def build_parser() -> argparse.ArgumentParser:
         "(default all available: baseline with --baseline only); e.g. pyscheduler,baseline for a quicker "
         "before/after comparison without kube-scheduler",
     )
+    several = parser.add_argument_group("multicluster")
+    several.add_argument("--multicluster-nodes", type=_positive,
+                         help="kwok nodes per member cluster (default 500; --quick: 20); the single cluster has 3x")
+    several.add_argument("--multicluster-pods", type=_positive,
+                         help="pods per side and phase (default 5,000; --quick: 200)")
     return parser
 
 

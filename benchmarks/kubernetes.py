@@ -288,12 +288,14 @@ class KubernetesReport:
 
 class PodTimes:
     """Watches a namespace's pods and records, per pod whose name starts with ``prefix``, when it
-    was first seen, first seen bound and first seen Running (``time.monotonic``)."""
+    was first seen, first seen bound and first seen Running (``time.monotonic``). ``path``: pods
+    of another collection (e.g. ``/api/v1/pods``, every namespace); a subclass records more by
+    overriding :meth:`record` (the multicluster family's hub and member pods)."""
 
-    def __init__(self, api: KubeApi, namespace: str, prefix: str) -> None:
+    def __init__(self, api: KubeApi, namespace: str, prefix: str, *, path: str | None = None) -> None:
         self.api = api
         self.prefix = prefix
-        self.path = f"/api/v1/namespaces/{namespace}/pods"
+        self.path = path or f"/api/v1/namespaces/{namespace}/pods"
         self.added: dict[str, float] = {}
         self.bound: dict[str, float] = {}
         self.running: dict[str, float] = {}
@@ -308,19 +310,23 @@ class PodTimes:
             try:
                 for kind, pod in self.api.watch(self.path, version, timeout_seconds=3600, stop=self._stop):
                     now = time.monotonic()
-                    meta = pod.get("metadata") or {}
-                    version = str(meta.get("resourceVersion", version))
-                    name = str(meta.get("name") or "")
-                    if kind not in ("ADDED", "MODIFIED") or not name.startswith(self.prefix):
-                        continue
-                    self.added.setdefault(name, now)
-                    if (pod.get("spec") or {}).get("nodeName"):
-                        self.bound.setdefault(name, now)
-                    if (pod.get("status") or {}).get("phase") == "Running":
-                        self.running.setdefault(name, now)
+                    version = str((pod.get("metadata") or {}).get("resourceVersion", version))
+                    if kind in ("ADDED", "MODIFIED"):
+                        self.record(pod, now)
             except Exception:  # noqa: BLE001 - a broken stream: watch again from the last version
                 if not self._stop.is_set():
                     time.sleep(0.2)
+
+    def record(self, pod: dict[str, Any], now: float) -> None:
+        """A pod added or changed, seen at ``now``."""
+        name = str((pod.get("metadata") or {}).get("name") or "")
+        if not name.startswith(self.prefix):
+            return
+        self.added.setdefault(name, now)
+        if (pod.get("spec") or {}).get("nodeName"):
+            self.bound.setdefault(name, now)
+        if (pod.get("status") or {}).get("phase") == "Running":
+            self.running.setdefault(name, now)
 
     def stop(self) -> None:
         self._stop.set()
