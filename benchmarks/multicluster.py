@@ -10,8 +10,10 @@ cluster of as many nodes scheduled by the single-cluster shim, in the same run.
   ``tests/kube_hub.py``, with the same command reading a clusters file
   (``PYSCHEDULER_K8S_CLUSTERS_FILE``). The pods are submitted to the hub; the hub shim places each
   application in one member and creates there a copy of each pod, already bound, labelled
-  ``pyscheduler.io/hub-pod-uid``. A hub pod is placed when its copy is seen bound in a member;
-  the time its ``pyscheduler.io/cluster`` label is seen on the hub is reported beside it.
+  ``pyscheduler.io/hub-pod-uid``. A hub pod is placed when it is seen on the hub marked with its
+  member (label ``pyscheduler.io/cluster``: its copy, created first, is bound by then), as a user
+  of the hub sees it; only the hub is watched, as only the single cluster is on the other side
+  (the members' copies are listed after each phase, for the checks below).
 
 The sides run one after another, each alone on the machine (the other's control planes are
 stopped), so neither pays for the other's API servers; on 2 cores the hub side still runs four
@@ -127,6 +129,17 @@ class SideResult:
     copied_twice: int = 0
 
 
+    def cpu_ms_per_pod(self, role: str | None) -> float:
+        """CPU per pod of the phase: every program and the scheduler (``role`` None), the hub's
+        own programs and the scheduler (``"hub"``: what one machine runs when the members are
+        elsewhere, as in a real deployment), or the members' programs (``"members"``)."""
+        used = sum(cpu for program, cpu in self.cpu_by_process.items()
+                   if role is None or program.startswith(f"{role} "))
+        if role != "members":
+            used += self.scheduler_cpu_s
+        return used * 1000 / self.pods
+
+
 @dataclass
 class MulticlusterReport:
     members: list[str]
@@ -174,6 +187,10 @@ class MulticlusterReport:
         lines += [f"- {r.side} {r.phase}: cpu s by program: "
                   + ", ".join(f"{program} {used:.1f}" for program, used in sorted(r.cpu_by_process.items()))
                   + f", scheduler {r.scheduler_cpu_s:.1f}" for r in self.results if r.cpu_by_process]
+        lines += [f"- {r.side} {r.phase}: cpu ms per pod: {r.cpu_ms_per_pod(None):.1f} in all"
+                  + (f", of which the hub's own (its API server, etcd, controller manager and the scheduler) "
+                     f"{r.cpu_ms_per_pod('hub'):.1f}, the members' {r.cpu_ms_per_pod('members'):.1f}"
+                     if r.side == HUB else "") for r in self.results if r.cpu_by_process and r.pods]
         for phase in PHASES:
             ratio = self.ratio(phase)
             lines.append(f"- {phase}: hub / single cluster placed/s = "
@@ -219,25 +236,6 @@ class HubPodTimes(PodTimes):
         self.apps.setdefault(name, str(labels.get("applicationId") or ""))
         if labels.get(CLUSTER_LABEL):
             self.labelled.setdefault(name, now)
-
-
-class CopyTimes(PodTimes):
-    """A member's copies of hub pods, every namespace, by the hub pod's uid: when first seen
-    bound and Running (``bound`` and ``running`` are keyed by that uid here)."""
-
-    def __init__(self, api: KubeApi, member: str) -> None:
-        self.member = member
-        super().__init__(api, "", "", path="/api/v1/pods")
-
-    def record(self, pod: dict[str, Any], now: float) -> None:
-        uid = str(((pod.get("metadata") or {}).get("labels") or {}).get(HUB_POD_UID_LABEL) or "")
-        if not uid:
-            return
-        self.added.setdefault(uid, now)
-        if (pod.get("spec") or {}).get("nodeName"):
-            self.bound.setdefault(uid, now)
-        if (pod.get("status") or {}).get("phase") == "Running":
-            self.running.setdefault(uid, now)
 
 
 class Side:
@@ -401,7 +399,7 @@ class SingleSide(Side):
 
 
 class HubSide(Side):
-    """Pods submitted to the hub; placed when their copy is seen bound in a member."""
+    """Pods submitted to the hub; placed when the hub pod is seen marked with its member."""
 
     name = HUB
 
@@ -415,49 +413,45 @@ class HubSide(Side):
         return [("hub", self.hub_and_members.hub), *(("members", m) for m in self.hub_and_members.members.values())]
 
     def watch(self, prefix: str) -> None:
+        # The hub only, as its user sees it (the single side watches its one cluster too): the
+        # members' copies are listed after the phase, not watched during it.
         self.hub_times = HubPodTimes(self.api, NAMESPACE, prefix)
-        self.copies = {name: CopyTimes(api, name) for name, api in self.member_apis.items()}
 
     def stop_watching(self) -> None:
-        for times in (self.hub_times, *self.copies.values()):
-            times.stop()
+        self.hub_times.stop()
 
     def added(self) -> dict[str, float]:
         return self.hub_times.added
 
-    def _by_hub_pod(self, seen: Callable[[CopyTimes], Mapping[str, float]]) -> dict[str, float]:
-        """Hub pod name -> the earliest time ``seen`` gives for its copy in any member."""
-        by_uid: dict[str, float] = {}
-        for copies in self.copies.values():
-            for uid, when in list(seen(copies).items()):
-                by_uid[uid] = min(when, by_uid.get(uid, when))
-        return {name: by_uid[uid] for name, uid in list(self.hub_times.uids.items()) if uid in by_uid}
-
     def placed(self) -> dict[str, float]:
-        return self._by_hub_pod(lambda copies: copies.bound)
+        """A hub pod is placed when it is seen marked with its member (its copy, created first,
+        is bound there already)."""
+        return self.hub_times.labelled
 
     def running(self) -> dict[str, float]:
-        return self._by_hub_pod(lambda copies: copies.running)
+        return self.hub_times.running
 
     def is_placed(self, pod: dict[str, Any]) -> bool:
         return bool(((pod.get("metadata") or {}).get("labels") or {}).get(CLUSTER_LABEL))
 
     def check(self, result: SideResult) -> None:
+        """Every member's copies listed: pods per member, applications split, pods copied twice."""
         hub = self.hub_times
         labels = _since(hub.added, hub.labelled)
         result.label_p50_ms, result.label_p99_ms = _ms(_percentile(labels, 0.50)), _ms(_percentile(labels, 0.99))
         result.labelled = len(hub.labelled)
         members_of: dict[str, set[str]] = defaultdict(set)  # hub pod uid -> the members holding a copy
-        for member, copies in self.copies.items():
-            for uid in copies.added:
-                members_of[uid].add(member)
+        for member, api in self.member_apis.items():
+            copies, _ = api.list(self.pods_path, params={"labelSelector": HUB_POD_UID_LABEL})
+            for copy in copies:
+                members_of[str(copy["metadata"]["labels"][HUB_POD_UID_LABEL])].add(member)
         apps: dict[str, set[str]] = defaultdict(set)
         count: Counter[str] = Counter()
         for name, uid in hub.uids.items():
             for member in members_of.get(uid, ()):
                 apps[hub.apps.get(name, "")].add(member)
                 count[member] += 1
-        result.per_member = {member: count.get(member, 0) for member in self.copies}
+        result.per_member = {member: count.get(member, 0) for member in self.member_apis}
         result.split_apps = sum(1 for held in apps.values() if len(held) > 1)
         result.copied_twice = sum(1 for held in members_of.values() if len(held) > 1)
 

@@ -22,7 +22,6 @@ from benchmarks.multicluster import (
     QUICK_NODES_PER_MEMBER,
     QUICK_PODS,
     SINGLE,
-    CopyTimes,
     HubContender,
     HubPodTimes,
     HubSide,
@@ -95,31 +94,40 @@ def _unstarted(kind: type[Any], **fields: Any) -> Any:
     return made
 
 
-def test_a_hub_pod_is_placed_when_its_copy_is_bound_and_splits_are_counted() -> None:
+class _ListedCopies:
+    """A member's API as the check uses it: its copies listed by label."""
+
+    def __init__(self, *copies: dict[str, Any]) -> None:
+        self.copies = list(copies)
+
+    def list(self, path: str, *, params: dict[str, str]) -> tuple[list[dict[str, Any]], str]:
+        assert params == {"labelSelector": HUB_POD_UID_LABEL}
+        return self.copies, "1"
+
+
+def test_a_hub_pod_is_placed_when_seen_marked_and_splits_are_counted_from_the_copies() -> None:
     hub: HubPodTimes = _unstarted(HubPodTimes, prefix="hubs-stre", labelled={}, uids={}, apps={})
-    east: CopyTimes = _unstarted(CopyTimes, member="east")
-    west: CopyTimes = _unstarted(CopyTimes, member="west")
     hub.record(_hub_pod("hubs-stre-00000", "u0", "a0"), 1.0)
     hub.record(_hub_pod("hubs-stre-00001", "u1", "a0"), 1.0)
     hub.record(_hub_pod("hubs-stre-00002", "u2", "a1"), 1.5)
-    hub.record(_hub_pod("warmup-hubs", "uw", "warmup"), 1.5)  # not the phase's
-    east.record(_copy("u0"), 2.0)  # created, not yet bound: not placed
-    east.record(_copy("u0", "east-1"), 2.5)
-    east.record(_copy("u0", "east-1", "Running"), 3.0)
-    west.record(_copy("u1", "west-0"), 2.0)  # the same application in another member
-    west.record(_copy("u2", "west-0"), 4.0)
-    east.record(_copy("u2", "east-0"), 5.0)  # and a pod copied twice
-    west.record({"metadata": {"name": "other", "labels": {}}, "spec": {"nodeName": "west-0"}}, 2.0)  # not a copy
+    hub.record(_hub_pod("warmup-hubs", "uw", "warmup", "east"), 1.5)  # not the phase's
     hub.record(_hub_pod("hubs-stre-00000", "u0", "a0", "east"), 2.6)
+    hub.record(_hub_pod("hubs-stre-00001", "u1", "a0", "west"), 2.0)
+    running = _hub_pod("hubs-stre-00000", "u0", "a0", "east")
+    running["status"]["phase"] = "Running"
+    hub.record(running, 3.0)
 
     side: HubSide = HubSide.__new__(HubSide)
-    side.hub_times, side.copies = hub, {"east": east, "west": west}
-    assert side.placed() == {"hubs-stre-00000": 2.5, "hubs-stre-00001": 2.0, "hubs-stre-00002": 4.0}
+    side.hub_times = hub
+    side.pods_path = "/api/v1/namespaces/bench/pods"
+    side.member_apis = {"east": _ListedCopies(_copy("u0", "east-1"), _copy("u2", "east-0")),  # type: ignore[dict-item]
+                        "west": _ListedCopies(_copy("u1", "west-0"), _copy("u2", "west-0"))}  # u2 copied twice
+    assert side.placed() == {"hubs-stre-00000": 2.6, "hubs-stre-00001": 2.0}
     assert side.running() == {"hubs-stre-00000": 3.0}
     assert side.is_placed(_hub_pod("p", "u", "a", "west")) and not side.is_placed(_hub_pod("p", "u", "a"))
     result = _result(HUB, "stream", 1.0)
     side.check(result)
-    assert result.labelled == 1 and result.label_p50_ms == pytest.approx(1600.0)
+    assert result.labelled == 2 and result.label_p50_ms == pytest.approx(1600.0)  # nearest rank of 1.0 s, 1.6 s
     assert result.per_member == {"east": 2, "west": 2}
     assert (result.split_apps, result.copied_twice) == (2, 1)  # a0 east+west, a1 east+west; u2 twice
 
