@@ -246,7 +246,6 @@ def test_a_job_on_the_hub_completes_from_its_pods_mirrored_status(
         clusters: HubAndMembers, namespace: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The hub's own Job controller makes the pods and counts them done from the status mirrored
     from the copies (a kubelet would write it in the member: here the test does)."""
-    west = clusters.members["west"]
     template = pod_body("unused", "job-app", "root.batch", "1")
     template["metadata"].pop("name")
     template["spec"]["restartPolicy"] = "Never"
@@ -269,7 +268,6 @@ def test_a_job_on_the_hub_completes_from_its_pods_mirrored_status(
             j if (j := clusters.hub.request("GET", f"/apis/batch/v1/namespaces/{namespace}/jobs/sums").json())
             .get("status", {}).get("succeeded") == 2 else None), timeout=60)
         assert done["metadata"]["labels"][CLUSTER_LABEL] == member
-        del west
 
 
 def test_serve_with_a_clusters_file(clusters: HubAndMembers, namespace: str, tmp_path: Path) -> None:
