@@ -35,6 +35,9 @@ LEGAL = {
     (_T.ALLOCATED, TaskEvent.APPLICATION_REJECTED, _T.HELD),
     (_T.RELEASED, TaskEvent.APPLICATION_REJECTED, _T.HELD),
     (_T.HELD, TaskEvent.APPLICATION_REJECTED, _T.HELD),
+    # A hub's member lost: its placed pods ask again (pyscheduler_k8s.hub.members).
+    (_T.ALLOCATED, TaskEvent.REQUEUE, _T.ASK),
+    (_T.RELEASED, TaskEvent.REQUEUE, _T.ASK),
 }
 
 
