@@ -326,6 +326,7 @@ def invariant_problems(partition: Partition) -> list[str]:
         problems.append(f"root max {partition.root.max_resource} != node total {total}")
     problems.extend(partition.ugm.check_consistency())
     problems.extend(partition.member_clusters.problems(partition.nodes))
+    problems.extend(partition.topology.problems(partition.nodes))
     return problems
 
 

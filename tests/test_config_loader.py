@@ -464,7 +464,7 @@ def test_unknown_key_error_has_line_number() -> None:
     errors = load_errors("partitions:\n  - queues: []\n    bogus: 1\n")
     assert errors == [
         "partitions[0].bogus (line 3): unknown key 'bogus' (allowed: name, queues, placementrules, limits, "
-        "nodesortpolicy, preemption, usergroupresolver)"
+        "nodesortpolicy, preemption, usergroupresolver, topology)"
     ]
 
 

@@ -82,7 +82,7 @@ class CoreClient:
         self.proxy.update_application(si.ApplicationRequest(new=(si.AddApplicationRequest(
             application_id=view.app_id, queue_name=view.queue, partition_name=self.partition,
             ugi=si.UserGroupInformation(user=view.user, groups=view.groups),
-            tags={si.KEY_NAMESPACE: view.namespace, **dict(view.cluster_tags)},
+            tags={si.KEY_NAMESPACE: view.namespace, **dict(view.app_tags)},
             placeholder_ask=si_resource(placeholder_ask(gang)) if gang is not None else None,
             gang_scheduling_style=gang.style if gang is not None else "",
             execution_timeout_milli_seconds=gang.timeout * 1000 if gang is not None else 0),),

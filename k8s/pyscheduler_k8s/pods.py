@@ -50,7 +50,7 @@ import orjson
 
 from pyscheduler.common.quantity import core_name, core_resources
 from pyscheduler.si.vocabulary import APP_TAG_CLUSTER_SELECTOR, APP_TAG_CLUSTERS, APP_TAG_PREFERRED_CLUSTER_SELECTOR, \
-    APP_TAG_PREFERRED_CLUSTERS
+    APP_TAG_PREFERRED_CLUSTERS, APP_TAG_TOPOLOGY_PREFERRED, APP_TAG_TOPOLOGY_REQUIRED
 from pyscheduler_k8s.quantity import INT64_MAX, QuantityError, parse_quantity
 from pyscheduler_k8s.roles import history_key_of, role_of
 
@@ -258,19 +258,21 @@ class PodView:
     placeholder: bool = False
     role: str = ""
     history_key: str = ""
-    #: Its annotations choosing a hub's member cluster (:data:`CLUSTER_ANNOTATIONS`), given to the
-    #: core as its application's tags.
-    cluster_tags: tuple[tuple[str, str], ...] = ()
+    #: Its annotations the core reads as its application's tags (:data:`APPLICATION_TAG_ANNOTATIONS`:
+    #: a hub's member cluster, the topology domain).
+    app_tags: tuple[tuple[str, str], ...] = ()
 
     @property
     def key(self) -> str:
         return f"{self.namespace}/{self.name}"
 
 
-#: The annotations of a pod choosing the member cluster its application is placed in (a hub's,
-#: docs/multicluster.md): the core's application tags of the same names.
-CLUSTER_ANNOTATIONS: Final = (APP_TAG_CLUSTERS, APP_TAG_CLUSTER_SELECTOR, APP_TAG_PREFERRED_CLUSTERS,
-                              APP_TAG_PREFERRED_CLUSTER_SELECTOR)
+#: The annotations of a pod (its application's first pod's count) that are the core's application
+#: tags of the same names: the member cluster its application is placed in (a hub's,
+#: docs/multicluster.md) and the topology level it asks for (docs/topology.md).
+APPLICATION_TAG_ANNOTATIONS: Final = (APP_TAG_CLUSTERS, APP_TAG_CLUSTER_SELECTOR, APP_TAG_PREFERRED_CLUSTERS,
+                                      APP_TAG_PREFERRED_CLUSTER_SELECTOR, APP_TAG_TOPOLOGY_REQUIRED,
+                                      APP_TAG_TOPOLOGY_PREFERRED)
 
 
 def allow_preemption_of(annotations: Mapping[str, Any] | None) -> bool | None:
@@ -302,5 +304,5 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         task_group=str(annotations.get(TASK_GROUP_NAME_ANNOTATION, "")),
         placeholder=str(annotations.get(PLACEHOLDER_ANNOTATION, "")).lower() == "true",
         role=role_of(pod), history_key=history_key_of(pod),
-        cluster_tags=tuple((key, str(annotations[key])) for key in CLUSTER_ANNOTATIONS if key in annotations),
+        app_tags=tuple((key, str(annotations[key])) for key in APPLICATION_TAG_ANNOTATIONS if key in annotations),
     )

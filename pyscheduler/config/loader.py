@@ -81,7 +81,12 @@ _PARTITION_KEYS: Final = (
     "nodesortpolicy",
     "preemption",
     "usergroupresolver",
+    "topology",
 )
+_TOPOLOGY_KEYS: Final = ("levels",)
+#: At most this many topology levels (zone, block, rack, host and a few more).
+MAX_TOPOLOGY_LEVELS: Final = 8
+_LABEL_KEY: Final = re.compile(r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?")
 _QUEUE_KEYS: Final = (
     "name",
     "parent",
@@ -378,6 +383,7 @@ class _Reader:
             node_sort_policy=self.node_sort_policy(entries, path),
             preemption=self.preemption(entries, path),
             user_group_resolver=self.user_group_resolver(entries, path),
+            topology_levels=self.topology_levels(entries, path),
             source=path,
         )
 
@@ -528,6 +534,26 @@ class _Reader:
                 entries, "quotapreemptionenabled", path, default=defaults.quota_preemption_enabled
             ),
         )
+
+    def topology_levels(self, owner: _Entries, owner_path: str) -> tuple[str, ...]:
+        """``topology: {levels: [label, ...]}``: node label keys, outermost first, each once."""
+        if "topology" not in owner:
+            return ()
+        path = _join(owner_path, "topology")
+        entries = self.mapping(owner["topology"][1], path, _TOPOLOGY_KEYS) or {}
+        levels = self._optional_strings(entries, "levels", path)
+        where = _join(path, "levels")
+        if len(levels) > MAX_TOPOLOGY_LEVELS:
+            self.fail(where, entries["levels"][1], f"at most {MAX_TOPOLOGY_LEVELS} levels, got {len(levels)}")
+            return ()
+        for level in levels:
+            if not _LABEL_KEY.fullmatch(level):
+                self.fail(where, entries["levels"][1], f"{level!r} is not a node label key")
+                return ()
+            if levels.count(level) > 1:
+                self.fail(where, entries["levels"][1], f"level {level!r} is named twice")
+                return ()
+        return levels
 
     def user_group_resolver(self, owner: _Entries, owner_path: str) -> UserGroupResolverConfig:
         if "usergroupresolver" not in owner:

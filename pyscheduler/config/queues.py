@@ -234,6 +234,8 @@ class PartitionConfig:
     node_sort_policy: NodeSortPolicyConfig = NodeSortPolicyConfig()
     preemption: PreemptionConfig = PreemptionConfig()
     user_group_resolver: UserGroupResolverConfig = UserGroupResolverConfig()
+    #: The topology levels (node label keys, outermost first; issue 34, docs/topology.md).
+    topology_levels: tuple[str, ...] = ()
     source: str = field(default="", compare=False, repr=False)
 
     @property

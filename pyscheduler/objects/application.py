@@ -37,6 +37,7 @@ from pyscheduler.objects.placeholders import (
 from pyscheduler.objects.tracked_resource import TrackedResource
 from pyscheduler.objects.queue import Queue
 from pyscheduler.policies.member_cluster_tags import NO_CLUSTER_REQUEST
+from pyscheduler.policies.topology_tags import NO_TOPOLOGY_REQUEST
 
 __all__ = ["Application", "AppTimeouts", "StateUpdate", "RUNNING_STATES"]
 
@@ -100,6 +101,11 @@ class Application:
         #: whole ("": not placed yet; pyscheduler.objects.member_clusters).
         self.cluster_request = NO_CLUSTER_REQUEST
         self.member_cluster = ""
+        #: What the tags ask of the partition's topology (pyscheduler.policies.topology_tags) and
+        #: the value of the domain of that level the app is placed in ("": not yet;
+        #: pyscheduler.objects.topology).
+        self.topology_request = NO_TOPOLOGY_REQUEST
+        self.topology_domain = ""
         #: The partition's lock, set when the partition adds the application (see
         #: pyscheduler.objects.locking).
         self.graph_lock: threading.RLock | None = None

@@ -27,11 +27,12 @@ no detail, with a message) and a log line. Callers hold the partition's lock.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
-from pyscheduler.common.resources import NO_RESOURCE, Resource
+from pyscheduler.common.resources import Resource
 from pyscheduler.objects.application import Application
 from pyscheduler.objects.node import Node
+from pyscheduler.objects.node_groups import NodeGroup
 from pyscheduler.objects.object_events import AppEvents
 from pyscheduler.policies.member_cluster_tags import parse_cluster_labels
 from pyscheduler.policies.node_ordering import NodeOrdering, make_node_ordering
@@ -48,91 +49,15 @@ def cluster_name_of(attributes: Mapping[str, str]) -> str:
     return attributes.get(CLUSTER_ATTRIBUTE, "")
 
 
-class MemberCluster:
-    """One member cluster: its nodes, labels, resource sums and node order."""
+class MemberCluster(NodeGroup):
+    """One member cluster: a group of nodes (:class:`~pyscheduler.objects.node_groups.NodeGroup`)
+    with the cluster's labels."""
 
-    __slots__ = ("name", "labels", "nodes", "ordering", "total", "allocated", "available", "pinned",
-                 "_counted", "_sorted_ids")
+    __slots__ = ("labels",)
 
     def __init__(self, name: str, ordering: NodeOrdering) -> None:
-        self.name = name
+        super().__init__(name, ordering)
         self.labels: dict[str, str] = {}
-        self.nodes: dict[str, Node] = {}
-        self.ordering = ordering
-        self.total = NO_RESOURCE
-        self.allocated = NO_RESOURCE
-        #: Summed over the schedulable nodes.
-        self.available = NO_RESOURCE
-        #: The ids of the applications placed here.
-        self.pinned: set[str] = set()
-        #: Per node, what it adds to the sums now: (total, allocated, available).
-        self._counted: dict[str, tuple[Resource, Resource, Resource]] = {}
-        self._sorted_ids: list[str] | None = None
-
-    def fits(self, need: Resource) -> bool:
-        """Whether ``need`` fits in the cluster's available resources (summed over its nodes)."""
-        return need.fits_in(self.available)
-
-    def usage_after(self, need: Resource, weights: Mapping[str, float]) -> float:
-        """The weighted mean share of the cluster in use once ``need`` is placed (the node
-        order's score, for a cluster): binpacking prefers the highest, fair the lowest."""
-        total, available = self.total, self.available
-        weighted = weight_sum = 0.0
-        for name, weight in weights.items():
-            capacity = total.get(name, 0)
-            if weight == 0.0 or capacity <= 0:
-                continue
-            weighted += weight * (1.0 - (available.get(name, 0) - need.get(name, 0)) / capacity)
-            weight_sum += weight
-        return weighted / weight_sum if weight_sum > 0 else 0.0
-
-    def sorted_node_ids(self) -> list[str]:
-        """The cluster's node ids in id order, kept between node additions and removals."""
-        if self._sorted_ids is None:
-            self._sorted_ids = sorted(self.nodes)
-        return self._sorted_ids
-
-    def fitting_node_ids(self, resource: Resource) -> Iterator[str]:
-        """The cluster's schedulable nodes whose free room holds ``resource``, reserved or not."""
-        cursor = self.ordering.first_fit(resource, skip_reserved=False)
-        while cursor is not None:
-            yield cursor[1]
-            cursor = self.ordering.first_fit(resource, after=cursor, skip_reserved=False)
-
-    # -- changed by MemberClusters only --------------------------------------------------------------
-
-    def join(self, node: Node) -> None:
-        self.nodes[node.node_id] = node
-        self._sorted_ids = None
-        self.ordering.upsert(node.node_id, node.total, node.available, node.schedulable)
-        if node.reservations:
-            self.ordering.set_reserved(node.node_id, True)
-        self.recount(node)
-
-    def recount(self, node: Node) -> None:
-        """The node's share of the sums follows its current values."""
-        now = (node.total, node.allocated, node.available if node.schedulable else NO_RESOURCE)
-        before = self._counted.get(node.node_id)
-        if before is not None:
-            if before[0] is not now[0]:
-                self.total = self.total - before[0] + now[0]
-            self.allocated = self.allocated - before[1] + now[1]
-            self.available = self.available - before[2] + now[2]
-        else:
-            self.total = self.total + now[0]
-            self.allocated = self.allocated + now[1]
-            self.available = self.available + now[2]
-        self._counted[node.node_id] = now
-
-    def leave(self, node_id: str) -> None:
-        self.nodes.pop(node_id, None)
-        self._sorted_ids = None
-        self.ordering.remove(node_id)
-        before = self._counted.pop(node_id, None)
-        if before is not None:
-            self.total = self.total - before[0]
-            self.allocated = self.allocated - before[1]
-            self.available = self.available - before[2]
 
 
 class MemberClusters:
@@ -167,7 +92,7 @@ class MemberClusters:
         self._policy = policy or "fair"
         self._weights = dict(weights)
         for cluster in self.clusters.values():
-            cluster.ordering.set_policy(self._policy, self._weights)
+            cluster.set_policy(self._policy, self._weights)
 
     # -- nodes -------------------------------------------------------------------------------
 
@@ -207,7 +132,7 @@ class MemberClusters:
         """The partition's reservations changed on a node: its cluster's order skips it too."""
         cluster = self.cluster_of(node_id)
         if cluster is not None:
-            cluster.ordering.set_reserved(node_id, reserved)
+            cluster.set_reserved(node_id, reserved)
 
     def _leave(self, node_id: str, name: str, applications: Mapping[str, Application]) -> None:
         del self.cluster_of_node[node_id]
@@ -227,8 +152,7 @@ class MemberClusters:
     def _node_changed(self, node: Node) -> None:
         cluster = self.cluster_of(node.node_id)
         if cluster is not None:
-            cluster.ordering.upsert(node.node_id, node.total, node.available, node.schedulable)
-            cluster.recount(node)
+            cluster.node_changed(node)
 
     def problems(self, nodes: Mapping[str, Node]) -> list[str]:
         """Everything the index gets wrong against the partition's ``nodes`` (empty when it is

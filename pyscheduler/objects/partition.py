@@ -50,6 +50,7 @@ from pyscheduler.objects.partition_outbox import (
 )
 from pyscheduler.objects.queue import ObjectState, Queue, QueueSettings
 from pyscheduler.policies.member_cluster_tags import ClusterTagError, parse_cluster_request
+from pyscheduler.policies.topology_tags import TopologyTagError, parse_topology_request
 from pyscheduler.policies.placement import PlacementRejected
 from pyscheduler.si.vocabulary import CLUSTER_ATTRIBUTE
 
@@ -132,6 +133,8 @@ class Partition(PartitionGangs):
             self.role_histories.node_state(node_id, schedulable)
             if CLUSTER_ATTRIBUTE in node.attributes:
                 self.member_clusters.node_added(node, self.applications)
+            if self.topology.levels:
+                self.topology.node_added(node, self.applications)
         self.on_change()
         return node
 
@@ -159,6 +162,12 @@ class Partition(PartitionGangs):
             self.resource_weights = dict(weights)
             self.node_ordering.set_policy(policy, weights)
             self.member_clusters.set_policy(policy, weights)
+            self.topology.set_policy(policy, weights)
+
+    def set_topology_levels(self, levels: tuple[str, ...]) -> None:
+        """The configuration's topology levels (outermost first; empty: none)."""
+        with self.lock:
+            self.topology.set_levels(levels, self.nodes, self.applications)
 
     def update_node(self, node_id: str, *, capacity: Resource | None = None,
                     attributes: Mapping[str, str] | None = None, reported_attributes: Mapping[str, str] | None = None,
@@ -186,6 +195,8 @@ class Partition(PartitionGangs):
                     node.set_attributes(attributes, reported_attributes) and \
                     (CLUSTER_ATTRIBUTE in node.attributes or node_id in self.member_clusters.cluster_of_node):
                 self.member_clusters.node_added(node, self.applications)  # joins, moves or leaves its cluster
+            if self.topology.levels and (attributes is not None or reported_attributes is not None):
+                self.topology.node_added(node, self.applications)  # joins, moves or leaves its domains
         self.on_change()
 
     def set_node_schedulable(self, node_id: str, schedulable: bool) -> None:
@@ -226,6 +237,8 @@ class Partition(PartitionGangs):
             self.node_ordering.remove(node_id)
             if self.member_clusters.clusters:
                 self.member_clusters.node_removed(node_id, self.applications)
+            if self.topology.levels:
+                self.topology.node_removed(node_id, self.applications)
             self._set_total(self.total - node.total)
             self.events.node.removed(node_id)
             self.outbox.released.extend(released)
@@ -289,7 +302,8 @@ class Partition(PartitionGangs):
                     self._check_gang(app, queue)
                 try:
                     app.cluster_request = parse_cluster_request(app.tags)
-                except ClusterTagError as err:
+                    app.topology_request = parse_topology_request(app.tags, self.topology.levels)
+                except (ClusterTagError, TopologyTagError) as err:
                     raise PlacementRejected(f"application {app.app_id}: {err}") from None
             except PlacementRejected as err:
                 app.reject(str(err))
@@ -339,6 +353,8 @@ class Partition(PartitionGangs):
             self.gang_apps.pop(app_id, None)
             if app.member_cluster:
                 self.member_clusters.forget(app)
+            if app.topology_domain:
+                self.topology.forget(app)
             self.events.app.removed(app_id)
             self.ugm.remove_app(app.app_id, app.user)
             self.outbox.released.extend(released)
@@ -377,6 +393,8 @@ class Partition(PartitionGangs):
                 self.unreserve(alloc.allocation_key)
                 if self.member_clusters.clusters:
                     self.member_clusters.pin_to_node(app, node, "the RM bound an allocation there")
+                if app.topology_request.level:
+                    self.topology.pin_to_node(app, node, "the RM bound an allocation there")
                 node.add_allocation(pending)
                 app.allocate(pending, node.node_id, self._usage_added(app), node.instance_type)
                 self._role_landed(app, pending, node.node_id)
@@ -386,6 +404,8 @@ class Partition(PartitionGangs):
             alloc.place(node.node_id, self.clock.now_ns(), node.instance_type)
             if self.member_clusters.clusters:
                 self.member_clusters.pin_to_node(app, node, "an allocation the RM reported runs there")
+            if app.topology_request.level:
+                self.topology.pin_to_node(app, node, "an allocation the RM reported runs there")
             node.add_allocation(alloc)
             app.recover_allocation(alloc, self._usage_added(app))
             self._role_landed(app, alloc, node.node_id)
@@ -449,6 +469,8 @@ class Partition(PartitionGangs):
             self.unreserve(ask.allocation_key)
             if self.member_clusters.clusters and not app.member_cluster:
                 self.member_clusters.pin_to_node(app, node, f"first allocation {ask.allocation_key} on {node.node_id}")
+            if app.topology_request.level and not app.topology_domain:
+                self.topology.pin_to_node(app, node, f"first allocation {ask.allocation_key} on {node.node_id}")
             node.add_allocation(ask)
             app.allocate(ask, node.node_id, self._usage_added(app), node.instance_type)
             self._role_landed(app, ask, node.node_id)
@@ -550,6 +572,8 @@ class Partition(PartitionGangs):
         self.gang_apps.pop(app.app_id, None)
         if app.member_cluster:
             self.member_clusters.forget(app)
+        if app.topology_domain:
+            self.topology.forget(app)
         if app.queue is not None:
             app.queue.remove_application(app)
         self.ugm.remove_app(app.app_id, app.user)

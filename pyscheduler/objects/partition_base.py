@@ -22,6 +22,7 @@ from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import Application, AppTimeouts
 from pyscheduler.objects.locking import new_graph_lock
 from pyscheduler.objects.member_clusters import MemberClusters
+from pyscheduler.objects.topology import TopologyIndex
 from pyscheduler.objects.node import Node
 from pyscheduler.objects.object_events import ObjectEvents
 from pyscheduler.objects.partition_outbox import Outbox
@@ -88,7 +89,9 @@ class PartitionBase:
         #: The member clusters of a hub partition (none: scheduling as without them).
         self.member_clusters = MemberClusters(events.app, native=native_node_ordering)
         self.reservations = Reservations(events.node, self.node_ordering)
-        self.reservations.also_reserved = self.member_clusters.set_reserved
+        #: The topology levels and their domains (issue 34; no levels: scheduling as without them).
+        self.topology = TopologyIndex(events.app, native=native_node_ordering)
+        self.reservations.also_reserved = self._also_reserved
         self.preemption_enabled = True
         self.quota_preemption_enabled = False
         #: Preemption attempts (past the preconditions), preemptions made, victims chosen, and
@@ -157,3 +160,10 @@ class PartitionBase:
             self.ugm.decrease_usage(queue_path, app.app_id, app.user, app.groups, alloc.resource, done)
 
         return removed
+
+    def _also_reserved(self, node_id: str, reserved: bool) -> None:
+        """The reservations on a node changed: the node orders of its member cluster and its
+        topology domains skip it too."""
+        self.member_clusters.set_reserved(node_id, reserved)
+        if self.topology.levels:
+            self.topology.set_reserved(node_id, reserved)

@@ -28,27 +28,31 @@ is placed in the first one where its ask fits a node.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from pyscheduler.common.resources import Resource, go_string
 from pyscheduler.objects.application import Application
 from pyscheduler.objects.member_clusters import MemberCluster, MemberClusters
+from pyscheduler.objects.node_groups import NodeGroup
 
 __all__ = ["ClusterScope", "choose_scope", "scope_of_node"]
 
 
 class ClusterScope(NamedTuple):
-    """Where an application's asks may go now."""
+    """Where an application's asks may go now: member clusters, or a topology domain
+    (:mod:`pyscheduler.scheduler.topology_choice`), groups of nodes alike to the cycle."""
 
-    #: The clusters to try, in order (one when the application is placed already).
-    clusters: tuple[MemberCluster, ...]
+    #: The groups to try, in order (one when the application is placed already).
+    clusters: tuple[NodeGroup, ...]
     #: False: the application waits (its gang fits no cluster, or no cluster is allowed).
     search_nodes: bool = True
     #: Why it waits (for the RM and the ask's log), when ``search_nodes`` is False.
     waiting: str = ""
+    #: The group of a node, of the kind of ``clusters`` (None: the node's member cluster).
+    group_of: Callable[[str], NodeGroup | None] | None = None
 
-    def allows(self, cluster: MemberCluster | None) -> bool:
+    def allows(self, cluster: NodeGroup | None) -> bool:
         return cluster is not None and self.search_nodes and any(c is cluster for c in self.clusters)
 
 

@@ -91,6 +91,8 @@ def apply_partition_config(partition: Partition, conf: PartitionConfig) -> None:
         policy = conf.node_sort_policy
         if (policy.type, dict(policy.resource_weights)) != (partition.node_sort_policy, partition.resource_weights):
             partition.set_node_sort_policy(policy.type, dict(policy.resource_weights))
+        if conf.topology_levels != partition.topology.levels:
+            partition.set_topology_levels(conf.topology_levels)
         partition.preemption_enabled = conf.preemption.enabled
         partition.quota_preemption_enabled = conf.preemption.quota_preemption_enabled
         # A lowered max arms quota-change preemption (fired by the context's tick).

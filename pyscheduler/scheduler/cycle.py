@@ -65,6 +65,7 @@ from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import Application
 from pyscheduler.objects.application_state import AppState
 from pyscheduler.objects.node import Node
+from pyscheduler.objects.node_groups import NodeGroup
 from pyscheduler.objects.partition import PREEMPTED_BY_SCHEDULER, Partition, Released
 from pyscheduler.objects.queue import ObjectState, Queue, queue_shape_version
 from pyscheduler.policies.node_ordering import Cursor, NodeOrdering
@@ -83,6 +84,7 @@ from pyscheduler.si.messages import TAG_SCORE_NODES, PredicatesArgs, ScoreNodesA
 from pyscheduler.scheduler import ask_reports
 from pyscheduler.scheduler.ask_reports import PREDICATES_EVENT_INTERVAL
 from pyscheduler.scheduler.cluster_choice import ClusterScope, choose_scope, scope_of_node
+from pyscheduler.scheduler.topology_choice import choose_domain_scope
 from pyscheduler.scheduler.cycle_clusters import pin_by_plan, try_in_clusters
 from pyscheduler.scheduler.node_preference import best_candidate, feasible_nodes_to_find
 
@@ -240,6 +242,8 @@ class SchedulingCycle:
         events = partition.events.app
         # Member clusters (cycle_clusters): where this application may go, decided once per visit.
         scope = choose_scope(partition.member_clusters, app) if partition.member_clusters.clusters else None
+        if scope is None and app.topology_request.level:  # a topology domain (topology_choice)
+            scope = choose_domain_scope(partition.topology, app)
         for ask in app.iter_asks():
             if ask.allocation_key in reserved or app.can_replace(ask):
                 continue  # a member of a task group waits for one of its placeholders
@@ -330,7 +334,10 @@ class SchedulingCycle:
             return None
         real, placeholder = first
         # A gang placed in a member cluster stays there whole.
-        cluster = partition.member_clusters.clusters.get(app.member_cluster) if app.member_cluster else None
+        cluster: NodeGroup | None = \
+            partition.member_clusters.clusters.get(app.member_cluster) if app.member_cluster else None
+        if cluster is None and app.topology_domain:  # a gang placed in a topology domain too
+            cluster = partition.topology.placed_domain(app)
         node = self._first_node(partition, real, skip_reserved=True,
                                 ordering=cluster.ordering if cluster is not None else None)
         if node is None:
@@ -361,7 +368,7 @@ class SchedulingCycle:
         for preemptor in self.preemptors:
             plan = preemptor.try_preempt(attempt).plan
             if plan is not None:
-                if scope is not None and not app.member_cluster:
+                if scope is not None and not (app.member_cluster and app.topology_domain):
                     pin_by_plan(partition, app, ask, plan.node_id)
                 self._apply_plan(partition, queue, app, ask, plan)
                 return True
@@ -607,6 +614,13 @@ class SchedulingCycle:
                     # since it reserved): the hold ends, the ask goes where its application is.
                     partition.reservations.unreserve(reservation.allocation_key, node)
                     continue
+            if app.topology_domain:
+                domain = partition.topology.placed_domain(app)
+                if domain is None or node.node_id not in domain.nodes:
+                    # Reserved before its application was placed in another domain: it goes there.
+                    partition.reservations.unreserve(reservation.allocation_key, node)
+                    continue
+                scope = ClusterScope((domain,))
             queue = app.queue
             if reservation.history and queue is not None:
                 placement = self._history_placement(partition, queue, app, ask)

@@ -10,6 +10,8 @@ checks, hands each ask here instead of its own node steps. The same steps, kept 
   preempt, over the allowed clusters in order;
 - a required-node ask goes to its node only when that node is in a cluster of the scope (it then
   places the application in that cluster), else it waits;
+- the same steps serve a topology domain (:mod:`pyscheduler.scheduler.topology_choice`): the
+  scope's ``group_of`` says which domain a node is in;
 - a role-history node in a cluster of the scope is tried as usual; one elsewhere is ignored;
 - any other ask takes the first node that fits, cluster by cluster in the scope's order, then
   preemption, then a reservation (the cycle's ``_try_nodes`` with the scope).
@@ -48,9 +50,9 @@ def try_in_clusters(cycle: SchedulingCycle, partition: Partition, queue: Queue, 
         ask_reports.no_member_cluster(partition, app.app_id, ask, scope.waiting, cycle.context.clock.monotonic())
         cycle._preempt(partition, queue, app, ask, PreemptionTrigger.NO_NODE_FITS, scope=scope)
         return None
-    clusters = partition.member_clusters
+    group_of = scope.group_of or partition.member_clusters.cluster_of
     if ask.required_node:
-        if not scope.allows(clusters.cluster_of(ask.required_node)):
+        if not scope.allows(group_of(ask.required_node)):
             ask.log_failure(REQUIRED_NODE_ELSEWHERE, now_ns)
             return None
         return cycle._try_required_node(partition, app, ask)
@@ -58,7 +60,7 @@ def try_in_clusters(cycle: SchedulingCycle, partition: Partition, queue: Queue, 
     avoid: frozenset[str] = frozenset()
     if placement is not None:
         avoid = placement.avoid
-        if placement.node_id is not None and scope.allows(clusters.cluster_of(placement.node_id)):
+        if placement.node_id is not None and scope.allows(group_of(placement.node_id)):
             # It waits for its history node when that does not take it now.
             return cycle._try_history_node(partition, app, ask, placement.node_id, now_ns)
     return cycle._try_nodes(partition, queue, app, ask, now_ns, avoid, scope)
@@ -66,7 +68,11 @@ def try_in_clusters(cycle: SchedulingCycle, partition: Partition, queue: Queue, 
 
 def pin_by_plan(partition: Partition, app: Application, ask: Allocation, node_id: str) -> None:
     """A preemption plan frees room on ``node_id`` for ``ask``: its application, placed nowhere
-    yet, is placed in that node's cluster (its victims are all there)."""
-    cluster = partition.member_clusters.cluster_of(node_id)
+    yet, is placed in that node's cluster, or its topology domain (its victims are all there)."""
+    why = f"preemption for {ask.allocation_key} on {node_id}"
+    cluster = partition.member_clusters.cluster_of(node_id) if not app.member_cluster else None
     if cluster is not None:
-        partition.member_clusters.pin(app, cluster, f"preemption for {ask.allocation_key} on {node_id}")
+        partition.member_clusters.pin(app, cluster, why)
+    node = partition.nodes.get(node_id)
+    if app.topology_request.level and not app.topology_domain and node is not None:
+        partition.topology.pin_to_node(app, node, why)

@@ -80,6 +80,13 @@ APP_TAG_CLUSTER_SELECTOR: Final = "pyscheduler.io/cluster-selector"
 APP_TAG_PREFERRED_CLUSTERS: Final = "pyscheduler.io/preferred-clusters"
 APP_TAG_PREFERRED_CLUSTER_SELECTOR: Final = "pyscheduler.io/preferred-cluster-selector"
 
+# Topology-aware gangs (issue 34, docs/topology.md): a partition names its topology levels by node
+# label (its configuration's `topology.levels`); an application asks for one level's domain,
+# required (all its allocations in one domain of that level) or preferred (one domain when one
+# has room, else anywhere). The value is the level's node label, as Kueue's podset annotations.
+APP_TAG_TOPOLOGY_REQUIRED: Final = "pyscheduler.io/topology-required"
+APP_TAG_TOPOLOGY_PREFERRED: Final = "pyscheduler.io/topology-preferred"
+
 
 # -- tag helpers -----------------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from pyscheduler.si.callback import PredicatesFunc, PreemptionPredicatesFunc
 if TYPE_CHECKING:
     from pyscheduler.objects.allocation import Allocation
     from pyscheduler.objects.application import Application
-    from pyscheduler.objects.member_clusters import MemberCluster
+    from pyscheduler.objects.node_groups import NodeGroup
     from pyscheduler.objects.node import Node
     from pyscheduler.objects.partition import Partition
     from pyscheduler.objects.queue import Queue
@@ -153,7 +153,7 @@ class PreemptionAttempt:
     #: A partition with member clusters: the clusters the ask may run in, in the order to try
     #: them (pyscheduler.scheduler.cluster_choice); victims are chosen on one cluster's nodes
     #: only, the first with a plan. Empty: every node of the partition.
-    clusters: tuple[MemberCluster, ...] = ()
+    clusters: tuple[NodeGroup, ...] = ()
 
 
 class Preemptor(Protocol):

@@ -1,0 +1,94 @@
+"""Which topology domain an application goes to (issue 34): the cycle's view of
+:mod:`pyscheduler.objects.topology` for one application asking for a level
+(:mod:`pyscheduler.policies.topology_tags`).
+
+An application placed in a domain already gets that domain alone. Otherwise its *members* are
+its pending asks (a gang's placeholders while it reserves, once they add up to its placeholder
+ask: an RM sends them one by one, and a domain chosen for the first few could not hold the
+rest; every pending ask of another application), and a domain of the level is a candidate when they all fit in it: first the sum
+against the domain's available resources, then each member on a node of the domain (first fit,
+largest member first, over the schedulable nodes' free room): a rack with 3 free nodes never
+takes a gang of 4 one-node members, whatever its sums. Among the candidates the **tightest**
+wins (the most used once the members are placed, then the name): best fit keeps the large
+domains free for the large gangs.
+
+No candidate: a *required* request waits (its asks try no node; the cycle reports why, naming
+the level and the domain with the most room), a *preferred* one is placed anywhere (no scope);
+a preferred application placed in a domain stays there while its remaining members fit in it.
+The scope is a :class:`~pyscheduler.scheduler.cluster_choice.ClusterScope` of one domain, so the
+cycle's steps (node search, reservations, preemption, replacement) keep to its nodes as they do
+to a member cluster's.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from pyscheduler.common.resources import Resource, go_string
+from pyscheduler.objects.application import Application
+from pyscheduler.objects.topology import Domain, TopologyIndex
+from pyscheduler.scheduler.cluster_choice import ClusterScope
+
+__all__ = ["choose_domain_scope", "members_pack"]
+
+
+def members_pack(domain: Domain, members: list[Resource]) -> bool:
+    """Whether every member fits on a schedulable node of ``domain`` at once (first fit, largest
+    member first, each node's free room reduced as members land)."""
+    free = [node.available for node in domain.nodes.values() if node.schedulable]
+    for member in sorted(members, key=_size, reverse=True):
+        for index, room in enumerate(free):
+            if member.fits_in(room):
+                free[index] = room - member
+                break
+        else:
+            return False
+    return True
+
+
+def _size(resource: Resource) -> tuple[int, ...]:
+    return tuple(sorted(resource.values(), reverse=True))
+
+
+def choose_domain_scope(topology: TopologyIndex, app: Application) -> ClusterScope | None:
+    """The domain ``app`` may use now (see the module doc); None: anywhere."""
+    request = app.topology_request
+    group_of = functools.partial(_domain_of, topology, request.level)
+    placed = topology.placed_domain(app)
+    if placed is not None and request.required:
+        return ClusterScope((placed,), group_of=group_of)
+    gang = not app.placeholder_ask.is_zero()
+    members = [ask.resource for ask in app.iter_asks() if ask.placeholder or not gang]
+    if placed is not None:  # preferred: its domain while the rest fits there, else anywhere
+        return ClusterScope((placed,), group_of=group_of) if members_pack(placed, members) else None
+    if not members:
+        return None
+    need = sum(members, Resource())
+    if gang and not app.placeholder_ask.fits_in(need):
+        # Its placeholders are still arriving (an RM sends them one by one): a domain chosen for
+        # the first few could not hold the rest.
+        return ClusterScope((), False, f"the placeholders of gang '{app.app_id}' are still arriving "
+                                       f"({go_string(need)} of {go_string(app.placeholder_ask)})", group_of=group_of)
+    weights = topology.weights
+    domains = topology.domains.get(request.level, {})
+    ordered = sorted((d for d in domains.values() if d.fits(need)),
+                     key=lambda d: (-d.usage_after(need, weights), d.name))
+    for domain in ordered:
+        if members_pack(domain, members):
+            return ClusterScope((domain,), group_of=group_of)
+    if not request.required:
+        return None
+    return ClusterScope((), False, _no_room(app, request.level, need, list(domains.values())), group_of=group_of)
+
+
+def _domain_of(topology: TopologyIndex, level: str, node_id: str) -> Domain | None:
+    return topology.domain_of(node_id, level)
+
+
+def _no_room(app: Application, level: str, need: Resource, domains: list[Domain]) -> str:
+    if not domains:
+        return f"no node has the topology level {level} that application '{app.app_id}' requires"
+    largest = max(domains, key=lambda d: (d.available.get("vcore", 0), d.available.get("memory", 0), d.name))
+    return (f"no {level} domain has room for the whole application '{app.app_id}' "
+            f"(needs {go_string(need)} in {level}; the most free: {level}={largest.name} "
+            f"with {go_string(largest.available)})")

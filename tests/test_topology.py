@@ -1,0 +1,233 @@
+"""Topology-aware placement through the RM interface (issue 34, first part): a partition names
+its topology levels by node label (``topology.levels``); an application asking for a level
+(``pyscheduler.io/topology-required`` / ``-preferred``) is placed in one domain of it, the
+tightest where all its members fit (best fit), or waits with the reason; the domains' sums are
+kept incrementally (checked against the nodes after every test); a random test with its own
+checker: no application with a required level ever spans two domains."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Mapping
+
+import pytest
+from rm_helpers import World, check_invariants, res
+from scheduling_helpers import config
+
+from pyscheduler.config.loader import load_config
+from pyscheduler.config.validator import ConfigValidationError
+from pyscheduler.scheduler.cycle import SchedulingCycle
+from pyscheduler.si import messages as si
+from pyscheduler.si.vocabulary import APP_TAG_TOPOLOGY_PREFERRED, APP_TAG_TOPOLOGY_REQUIRED
+
+ZONE, BLOCK, RACK = "topology.kubernetes.io/zone", "example.com/block", "example.com/rack"
+TOPOLOGY = f"    topology: {{levels: [{ZONE}, {BLOCK}, {RACK}]}}\n"
+QUEUES = """\
+          - name: a
+          - name: gang
+            properties: {application.sort.policy: fifo}
+"""
+NODE = 1000  # vcore per node: a member of 1000 takes a node
+
+
+@pytest.fixture
+def w() -> Iterator[World]:
+    made = World(config(QUEUES, policy="binpacking", partition_extra=TOPOLOGY))
+    yield made
+    check_invariants(made.context)
+    made.close()
+
+
+def rack(w: World, name: str, nodes: int, *, block: str = "b1", zone: str = "z1", vcore: int = NODE) -> list[str]:
+    ids = [f"{name}-n{i}" for i in range(nodes)]
+    for node_id in ids:
+        w.add_node(node_id, memory=1_000_000, vcore=vcore, **{ZONE: zone, BLOCK: block, RACK: name})
+    return ids
+
+
+def gang(w: World, app_id: str, members: int, level: str = RACK, *, required: bool = True, vcore: int = NODE,
+         queue: str = "root.gang") -> None:
+    tag = APP_TAG_TOPOLOGY_REQUIRED if required else APP_TAG_TOPOLOGY_PREFERRED
+    w.apps(si.AddApplicationRequest(
+        application_id=app_id, queue_name=queue, partition_name="default", ugi=si.UserGroupInformation(user="u"),
+        tags={tag: level}, placeholder_ask=res(vcore=vcore * members)))
+    for i in range(members):
+        w.ask(f"{app_id}-ph{i}", app_id, res(vcore=vcore), placeholder=True, task_group_name="tg")
+
+
+def fill(w: World, app_id: str, nodes: list[str]) -> None:
+    """Occupies ``nodes`` whole with an application of its own (allocations the RM reports)."""
+    w.apps(si.AddApplicationRequest(application_id=app_id, queue_name="root.a", partition_name="default",
+                                    ugi=si.UserGroupInformation(user="u")))
+    for node_id in nodes:
+        w.ask(f"{app_id}-{node_id}", app_id, res(vcore=NODE), node_id=node_id)
+
+
+def run(w: World, cycles: int = 20) -> None:
+    cycle = SchedulingCycle(w.context)
+    for _ in range(cycles):
+        cycle.run()
+
+
+def nodes_of(w: World, app_id: str) -> set[str]:
+    return {a.node_id for a in w.rm.allocations.values() if a.application_id == app_id}
+
+
+def racks_of(w: World, app_id: str) -> set[str]:
+    return {node_id.split("-n")[0] for node_id in nodes_of(w, app_id)}
+
+
+def test_a_gang_takes_the_rack_with_exactly_its_room_over_a_larger_one(w: World) -> None:
+    rack(w, "r8", 8)
+    rack(w, "r4", 4)
+    rack(w, "r3", 3)
+    gang(w, "job", 4)
+    run(w)
+    assert racks_of(w, "job") == {"r4"} and len(nodes_of(w, "job")) == 4
+    assert w.app("job").topology_domain == "r4"
+
+
+def test_a_gang_waits_rather_than_spread_and_says_why_then_runs_when_a_rack_has_room(w: World) -> None:
+    r1, r2 = rack(w, "r1", 4), rack(w, "r2", 4)
+    fill(w, "busy", [r1[0], r2[0]])  # 3 free nodes in each rack: 6 in all, 4 in none
+    run(w)
+    gang(w, "job", 4)
+    run(w)
+    assert nodes_of(w, "job") == set()  # nothing placed, not even one placeholder
+    said = [u for u in w.rm.scheduling_states if u.application_id == "job"]
+    assert said and "no example.com/rack domain has room for the whole application 'job'" in said[-1].reason
+    assert "the most free: example.com/rack=" in said[-1].reason
+    w.release("busy", f"busy-{r2[0]}")
+    run(w)
+    assert racks_of(w, "job") == {"r2"} and len(nodes_of(w, "job")) == 4
+
+
+def test_sums_are_not_enough_every_member_must_fit_on_a_node(w: World) -> None:
+    # r-half: 8 nodes each half used (sum: 4 free nodes' worth), r-whole: 4 free nodes.
+    half = rack(w, "r-half", 8, vcore=2 * NODE)
+    rack(w, "r-whole", 5, vcore=NODE)
+    w.apps(si.AddApplicationRequest(application_id="half", queue_name="root.a", partition_name="default",
+                                    ugi=si.UserGroupInformation(user="u")))
+    for node_id in half:
+        w.ask(f"half-{node_id}", "half", res(vcore=int(1.5 * NODE)), node_id=node_id)
+    gang(w, "job", 4, vcore=NODE)
+    run(w)
+    assert racks_of(w, "job") == {"r-whole"}
+
+
+def test_levels_block_and_zone_and_the_preferred_request(w: World) -> None:
+    rack(w, "r1", 2, block="b1")
+    rack(w, "r2", 2, block="b1")
+    rack(w, "r3", 2, block="b2", zone="z2")
+    gang(w, "in-block", 4, BLOCK)
+    run(w)
+    assert racks_of(w, "in-block") == {"r1", "r2"}  # block b1 (4 nodes) holds it, no rack does
+    assert w.app("in-block").topology_domain == "b1"
+    # Preferred: no rack has room for 3 (r3 has 2 free): placed anyway, across racks.
+    rack(w, "r4", 1, block="b2", zone="z2")
+    gang(w, "anywhere", 3, RACK, required=False)
+    run(w)
+    assert len(nodes_of(w, "anywhere")) == 3 and len(racks_of(w, "anywhere")) == 2
+
+
+def test_members_replace_placeholders_inside_the_domain(w: World) -> None:
+    rack(w, "r1", 4)
+    rack(w, "r2", 2)
+    gang(w, "job", 2)
+    run(w)
+    assert racks_of(w, "job") == {"r2"}
+    for i in range(2):
+        w.ask(f"job-m{i}", "job", res(vcore=NODE), task_group_name="tg")
+    cycle = SchedulingCycle(w.context)
+    replaced_on: list[str] = []
+    for _ in range(10):
+        for decision in cycle.run():
+            if decision.replaced is not None:
+                replaced_on.append(decision.node.node_id)
+                w.release("job", decision.replaced.allocation_key, termination=si.TerminationType.PLACEHOLDER_REPLACED)
+    assert len(replaced_on) == 2 and {n.split("-n")[0] for n in replaced_on} == {"r2"}
+
+
+@pytest.mark.parametrize("tags, problem", [
+    ({APP_TAG_TOPOLOGY_REQUIRED: "example.com/row"}, "is not a topology level"),
+    ({APP_TAG_TOPOLOGY_REQUIRED: ""}, "empty"),
+    ({APP_TAG_TOPOLOGY_REQUIRED: RACK, APP_TAG_TOPOLOGY_PREFERRED: RACK}, "together"),
+])
+def test_a_request_the_partition_cannot_honour_rejects_the_application(w: World, tags: Mapping[str, str],
+                                                                        problem: str) -> None:
+    w.apps(si.AddApplicationRequest(application_id="bad", queue_name="root.a", partition_name="default",
+                                    ugi=si.UserGroupInformation(user="u"), tags=dict(tags)))
+    assert problem in w.rm.rejected_apps["bad"]
+
+
+@pytest.mark.parametrize("levels, problem", [
+    ("[a, a]", "named twice"),
+    ("[bad key!]", "not a node label key"),
+    ("[a, b, c, d, e, f, g, h, i]", "at most 8"),
+    ("{rack: x}", "expected a list"),
+])
+def test_a_broken_topology_configuration_is_refused(levels: str, problem: str) -> None:
+    with pytest.raises(ConfigValidationError, match=problem):
+        load_config(config(QUEUES, partition_extra=f"    topology: {{levels: {levels}}}\n"))
+
+
+def test_levels_changed_by_a_new_configuration_rebuild_the_domains(w: World) -> None:
+    rack(w, "r1", 2)
+    w.reload(config(QUEUES, policy="binpacking", partition_extra=f"    topology: {{levels: [{ZONE}]}}\n"))
+    partition = w.partition()
+    with partition.lock:
+        assert partition.topology.levels == (ZONE,) and set(partition.topology.domains[ZONE]) == {"z1"}
+    w.reload(config(QUEUES, policy="binpacking"))
+    with partition.lock:
+        assert partition.topology.levels == () and partition.topology.domains == {}
+
+
+def test_no_required_gang_ever_spans_two_domains_random(w: World) -> None:
+    """Random racks, gangs, releases and node removals; an independent checker after every
+    step: each placed application asking for racks holds nodes of one rack only (read from the
+    nodes' own labels, not from the index)."""
+    rng = random.Random(34)
+    node_rack: dict[str, str] = {}
+    for r in range(6):
+        for node_id in rack(w, f"r{r}", rng.randint(1, 5)):
+            node_rack[node_id] = f"r{r}"
+    live: list[str] = []
+    cycle = SchedulingCycle(w.context)
+    for step in range(60):
+        roll = rng.random()
+        if roll < 0.5:
+            app_id = f"g{step}"
+            gang(w, app_id, rng.randint(1, 5), vcore=rng.choice([NODE // 2, NODE]))
+            live.append(app_id)
+        elif roll < 0.8 and live:
+            app_id = live.pop(rng.randrange(len(live)))
+            for key in [k for k, a in w.rm.allocations.items() if a.application_id == app_id]:
+                w.release(app_id, key)
+            w.remove_app(app_id)
+        elif roll < 0.9:
+            node_id = f"extra{step}"
+            w.add_node(node_id, memory=1_000_000, vcore=NODE, **{ZONE: "z1", BLOCK: "b1", RACK: f"r{rng.randrange(6)}"})
+            node_rack[node_id] = w.partition().nodes[node_id].attributes[RACK]
+        for _ in range(3):
+            cycle.run()
+        for app_id in live:
+            racks = {node_rack[a.node_id] for a in w.rm.allocations.values() if a.application_id == app_id}
+            assert len(racks) <= 1, (step, app_id, racks)
+        check_invariants(w.context)
+
+
+def test_a_gang_whose_placeholders_arrive_one_by_one_is_placed_for_all_of_them(w: World) -> None:
+    """An RM sends a gang's placeholders one by one: the domain is chosen once they add up to the
+    gang's placeholder ask, never for the first few (the K8s shim creates them one by one)."""
+    rack(w, "r8", 8)
+    rack(w, "r2", 2)
+    w.apps(si.AddApplicationRequest(
+        application_id="job", queue_name="root.gang", partition_name="default", ugi=si.UserGroupInformation(user="u"),
+        tags={APP_TAG_TOPOLOGY_REQUIRED: RACK}, placeholder_ask=res(vcore=4 * NODE)))
+    for i in range(4):
+        w.ask(f"job-ph{i}", "job", res(vcore=NODE), placeholder=True, task_group_name="tg")
+        run(w, 3)
+        if i < 3:
+            assert nodes_of(w, "job") == set()  # r2 would hold the first two, not all four
+    run(w)
+    assert racks_of(w, "job") == {"r8"} and len(nodes_of(w, "job")) == 4
