@@ -22,6 +22,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -49,10 +50,24 @@ def tools_dir() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+#: Ports handed out by :func:`free_port` in this process: control planes started in parallel
+#: threads (tests/kube_hub.py) must never get the same one (the OS may hand a port just closed
+#: to the next bind, and it is only taken when etcd or the API server starts).
+_HANDED_OUT: set[int] = set()
+_PORTS_LOCK = threading.Lock()
+
+
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback port nothing listens on now, never handed out before in this process."""
+    with _PORTS_LOCK:
+        for _ in range(100):
+            with socket.socket() as sock:
+                sock.bind(("127.0.0.1", 0))
+                port = int(sock.getsockname()[1])
+            if port not in _HANDED_OUT:
+                _HANDED_OUT.add(port)
+                return port
+    raise RuntimeError("no free loopback port not handed out before")
 
 
 @dataclass
