@@ -231,3 +231,71 @@ def test_a_gang_whose_placeholders_arrive_one_by_one_is_placed_for_all_of_them(w
             assert nodes_of(w, "job") == set()  # r2 would hold the first two, not all four
     run(w)
     assert racks_of(w, "job") == {"r8"} and len(nodes_of(w, "job")) == 4
+
+
+# -- preemption inside one domain, and a member's node lost ------------------------------------------
+
+PREEMPT = si.PreemptionPolicy(allow_preempt_self=True, allow_preempt_other=True)
+GUARANTEED = config("""\
+          - name: greedy
+            properties: {preemption.delay: 1ms}
+            resources:
+              guaranteed: {vcore: 1}
+          - name: needy
+            properties: {preemption.delay: 1ms, application.sort.policy: fifo}
+            resources:
+              guaranteed: {vcore: 100000}
+""", policy="binpacking", partition_extra=TOPOLOGY)
+
+
+def test_a_waiting_gang_preempts_inside_one_rack_only() -> None:
+    """Two racks of 2 nodes, all four full of ``greedy`` (over its guarantee). A gang of 2 that
+    requires a rack: its victims are the two allocations of one rack, never one in each (which a
+    partition-wide choice could make: both racks' nodes sort alike)."""
+    made = World(GUARANTEED)
+    try:
+        for name in ("r1", "r2"):
+            rack(made, name, 2)
+        made.add_app("greedy", "root.greedy")
+        made.allocs(*(made.alloc_msg(f"greedy-{node}", "greedy", res(vcore=NODE), node_id=node, preemption_policy=PREEMPT)
+                      for node in ("r1-n0", "r1-n1", "r2-n0", "r2-n1")))
+        made.apps(si.AddApplicationRequest(
+            application_id="job", queue_name="root.needy", partition_name="default",
+            ugi=si.UserGroupInformation(user="u"), tags={APP_TAG_TOPOLOGY_REQUIRED: RACK},
+            placeholder_ask=res(vcore=2 * NODE)))
+        for i in range(2):
+            made.ask(f"job-ph{i}", "job", res(vcore=NODE), placeholder=True, task_group_name="tg",
+                     preemption_policy=PREEMPT)
+        cycle = SchedulingCycle(made.context)
+        confirmed: set[str] = set()
+        for _ in range(10):
+            made.advance(1.0)
+            cycle.run()
+            for victim in made.rm.released:  # the RM confirms each victim gone
+                if (victim.termination_type is si.TerminationType.PREEMPTED_BY_SCHEDULER
+                        and victim.allocation_key not in confirmed):
+                    confirmed.add(victim.allocation_key)
+                    made.release("greedy", victim.allocation_key, termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
+        victims = {r.allocation_key for r in made.rm.released
+                   if r.termination_type is si.TerminationType.PREEMPTED_BY_SCHEDULER}
+        assert len(victims) == 2 and len({v.split("-")[1] for v in victims}) == 1, victims  # one rack's two
+        assert len(racks_of(made, "job")) == 1 and len(nodes_of(made, "job")) == 2
+        check_invariants(made.context)
+    finally:
+        made.close()
+
+
+def test_a_member_whose_node_is_lost_comes_back_inside_its_rack_when_there_is_room(w: World) -> None:
+    rack(w, "r1", 3)
+    rack(w, "r2", 8)
+    w.apps(si.AddApplicationRequest(application_id="svc", queue_name="root.a", partition_name="default",
+                                    ugi=si.UserGroupInformation(user="u"), tags={APP_TAG_TOPOLOGY_REQUIRED: RACK}))
+    for i in range(2):
+        w.ask(f"svc-{i}", "svc", res(vcore=NODE))
+    run(w)
+    assert racks_of(w, "svc") == {"r1"}  # the tightest rack with room for both: 3 nodes
+    lost = next(iter(nodes_of(w, "svc")))
+    w.nodes(si.NodeInfo(node_id=lost, action=si.NodeAction.DECOMISSION))
+    w.ask("svc-again", "svc", res(vcore=NODE))  # the RM asks for a replacement
+    run(w)
+    assert racks_of(w, "svc") == {"r1"} and len(nodes_of(w, "svc")) == 2

@@ -13,7 +13,9 @@ wins (the most used once the members are placed, then the name): best fit keeps 
 domains free for the large gangs.
 
 No candidate: a *required* request waits (its asks try no node; the cycle reports why, naming
-the level and the domain with the most room), a *preferred* one is placed anywhere (no scope);
+the level and the domain with the most room; preemption may free room for it in one domain, the
+domains whose capacity could hold it tried most free first, and the first plan places it
+there), a *preferred* one is placed anywhere (no scope);
 a preferred application placed in a domain stays there while its remaining members fit in it.
 The scope is a :class:`~pyscheduler.scheduler.cluster_choice.ClusterScope` of one domain, so the
 cycle's steps (node search, reservations, preemption, replacement) keep to its nodes as they do
@@ -78,7 +80,12 @@ def choose_domain_scope(topology: TopologyIndex, app: Application) -> ClusterSco
             return ClusterScope((domain,), group_of=group_of)
     if not request.required:
         return None
-    return ClusterScope((), False, _no_room(app, request.level, need, list(domains.values())), group_of=group_of)
+    # It waits; preemption may still make room, in one domain: those whose nodes could hold it
+    # once freed, the most free first (the fewest victims to find).
+    reachable = tuple(sorted((d for d in domains.values() if need.fits_in(d.total)),
+                             key=lambda d: (d.usage_after(need, weights), d.name)))
+    return ClusterScope(reachable, False, _no_room(app, request.level, need, list(domains.values())),
+                        group_of=group_of)
 
 
 def _domain_of(topology: TopologyIndex, level: str, node_id: str) -> Domain | None:
