@@ -37,7 +37,11 @@ The walk decides once per application visit which clusters it may use, in order
 (:mod:`pyscheduler.scheduler.cluster_choice`), and its asks take the steps above within them
 (:mod:`pyscheduler.scheduler.cycle_clusters`): node search, reservations, placeholder
 replacement, role history, required nodes and preemption use those clusters' nodes only. A
-partition without clusters pays one check per application visit.
+partition without clusters pays one check per application visit. **Topology domains** (issue 34,
+:mod:`pyscheduler.scheduler.topology_choice`) are groups of nodes of the same kind: an
+application asking for a level is kept to one domain of it the same way.
+
+**Reserved asks** (step 1) are :mod:`pyscheduler.scheduler.cycle_reservations`.
 
 **Scheduling states.** Where a request event says why an ask waits (YuniKorn's ask events),
 the RM also hears ``update_container_scheduling_state`` with the same text and a typed code
@@ -83,9 +87,10 @@ from pyscheduler.si.callback import check_predicates
 from pyscheduler.si.messages import TAG_SCORE_NODES, PredicatesArgs, ScoreNodesArgs
 from pyscheduler.scheduler import ask_reports
 from pyscheduler.scheduler.ask_reports import PREDICATES_EVENT_INTERVAL
-from pyscheduler.scheduler.cluster_choice import ClusterScope, choose_scope, scope_of_node
+from pyscheduler.scheduler.cluster_choice import ClusterScope, choose_scope
 from pyscheduler.scheduler.topology_choice import choose_domain_scope
 from pyscheduler.scheduler.cycle_clusters import pin_by_plan, try_in_clusters
+from pyscheduler.scheduler.cycle_reservations import try_reserved
 from pyscheduler.scheduler.node_preference import best_candidate, feasible_nodes_to_find
 
 if TYPE_CHECKING:
@@ -599,69 +604,7 @@ class SchedulingCycle:
     # -- reservations ---------------------------------------------------------------------------------
 
     def _try_reserved(self, partition: Partition) -> Decision | None:
-        for reservation in partition.reservations.ordered():
-            app = partition.applications.get(reservation.app_id)
-            ask = app.asks.get(reservation.allocation_key) if app is not None else None
-            node = partition.nodes.get(reservation.node_id)
-            if app is None or ask is None or node is None:
-                partition.reservations.unreserve(reservation.allocation_key, node)
-                continue
-            scope = None
-            if partition.member_clusters.clusters:
-                scope = scope_of_node(partition.member_clusters, app, node.node_id)
-                if scope is None:
-                    # The node is in no member cluster or not in the application's (placed
-                    # since it reserved): the hold ends, the ask goes where its application is.
-                    partition.reservations.unreserve(reservation.allocation_key, node)
-                    continue
-            if app.topology_domain:
-                domain = partition.topology.placed_domain(app)
-                if domain is None or node.node_id not in domain.nodes:
-                    # Reserved before its application was placed in another domain: it goes there.
-                    partition.reservations.unreserve(reservation.allocation_key, node)
-                    continue
-                scope = ClusterScope((domain,))
-            queue = app.queue
-            if reservation.history and queue is not None:
-                placement = self._history_placement(partition, queue, app, ask)
-                if placement is None or placement.node_id != node.node_id:
-                    # Its placement timeout passed: the hold ends, the ask takes the normal order.
-                    partition.reservations.unreserve(reservation.allocation_key, node)
-                    continue
-            if queue is None:
-                continue
-            if not self._fits_headroom(partition, queue, app, ask):
-                # YuniKorn tries preemption for an ask its queue's headroom refuses, reserved or
-                # not (the walk skips reserved asks, so this is their only chance).
-                if (not reservation.required and not ask.triggered_preemption
-                        and ask.resource.fits_in_max_undef(self._user_headroom(partition, queue, app))
-                        and self._preempt(partition, queue, app, ask, PreemptionTrigger.QUEUE_HEADROOM, scope=scope)):
-                    return None
-                continue
-            # An app that is not running yet may have become unrunnable since it reserved
-            # (YuniKorn's TryReservedAllocate skips it too, without a runnable event).
-            if app.state is AppState.ACCEPTED and not (
-                queue.can_run_app() and partition.ugm.can_run_app(queue.path, app.app_id, app.user, app.groups)
-            ):
-                continue
-            if node.schedulable and node.fits(ask.resource) and self._predicates_pass(partition, ask, node):
-                return self._commit(partition, app, ask, node, from_reservation=True)
-            if (ask.required_node and not reservation.history and not ask.triggered_preemption
-                    and node.schedulable and not node.fits(ask.resource)):
-                if self._try_required_node_preemption(partition, queue, app, ask, node, scope):
-                    return None
-                continue
-            if not reservation.required:
-                other = self._first_node(partition, ask, skip_reserved=True, exclude=node.node_id,
-                                         ordering=scope.clusters[0].ordering if scope is not None else None)
-                if other is not None:
-                    return self._commit(partition, app, ask, other, from_reservation=True)
-                # Reserved while nothing fitted (the reservation delay is shorter than the
-                # preemption delay): it may still preempt, which moves its reservation.
-                if not ask.triggered_preemption and self._preempt(partition, queue, app, ask,
-                                                                  PreemptionTrigger.NO_NODE_FITS, scope=scope):
-                    return None
-        return None
+        return try_reserved(self, partition)
 
     @staticmethod
     def _user_headroom(partition: Partition, queue: Queue, app: Application) -> Resource | None:
