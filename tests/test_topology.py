@@ -299,3 +299,70 @@ def test_a_member_whose_node_is_lost_comes_back_inside_its_rack_when_there_is_ro
     w.ask("svc-again", "svc", res(vcore=NODE))  # the RM asks for a replacement
     run(w)
     assert racks_of(w, "svc") == {"r1"} and len(nodes_of(w, "svc")) == 2
+
+
+# -- slices -------------------------------------------------------------------------------------------------
+
+
+def sliced_gang(w: World, app_id: str, members: int, size: int, level: str | None = BLOCK) -> None:
+    tags = {"pyscheduler.io/topology-slice-required": RACK, "pyscheduler.io/topology-slice-size": str(size)}
+    if level is not None:
+        tags[APP_TAG_TOPOLOGY_REQUIRED] = level
+    w.apps(si.AddApplicationRequest(
+        application_id=app_id, queue_name="root.gang", partition_name="default", ugi=si.UserGroupInformation(user="u"),
+        tags=tags, placeholder_ask=res(vcore=NODE * members)))
+    for i in range(members):
+        w.ask(f"{app_id}-ph{i:02d}", app_id, res(vcore=NODE), placeholder=True, task_group_name="tg")
+
+
+def by_rack(w: World, app_id: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for node_id in (a.node_id for a in w.rm.allocations.values() if a.application_id == app_id):
+        counts[node_id.split("-n")[0]] = counts.get(node_id.split("-n")[0], 0) + 1
+    return counts
+
+
+def test_slices_of_a_gang_each_land_in_one_rack_of_its_block(w: World) -> None:
+    # Block b2: 8 free nodes as 3 + 3 + 2 (no rack holds a slice of 4); block b1: 4 + 3 + 4.
+    for name, nodes in (("p1", 3), ("p2", 3), ("p3", 2)):
+        rack(w, name, nodes, block="b2")
+    for name, nodes in (("q1", 4), ("q2", 3), ("q3", 4)):
+        rack(w, name, nodes, block="b1")
+    sliced_gang(w, "job", 8, 4)
+    run(w, 30)
+    assert by_rack(w, "job") == {"q1": 4, "q3": 4}  # b1, a slice in each 4-node rack, none in q2
+    assert w.app("job").topology_domain == "b1"
+
+
+def test_slices_without_a_level_and_a_last_smaller_slice(w: World) -> None:
+    rack(w, "r1", 3)
+    rack(w, "r2", 2)
+    rack(w, "r3", 1)
+    sliced_gang(w, "job", 5, 2, level=None)  # slices of 2, 2 and 1
+    run(w, 30)
+    counts = by_rack(w, "job")
+    assert sum(counts.values()) == 5
+    slices = w.app("job").topology_slices
+    assert slices is not None and sorted(slices.counts) == [1, 2, 2]
+    # Each slice of two on one rack: the two slices of 2 are in racks holding 2 or more of them.
+    racks_of_slice: dict[int, set[str]] = {}
+    for alloc in w.rm.allocations.values():
+        if alloc.application_id == "job":
+            racks_of_slice.setdefault(slices.of_member[alloc.allocation_key], set()).add(alloc.node_id.split("-n")[0])
+    assert all(len(racks) == 1 for racks in racks_of_slice.values()), racks_of_slice
+
+
+@pytest.mark.parametrize("tags, problem", [
+    ({"pyscheduler.io/topology-slice-required": RACK}, "go together"),
+    ({"pyscheduler.io/topology-slice-size": "4"}, "go together"),
+    ({"pyscheduler.io/topology-slice-required": RACK, "pyscheduler.io/topology-slice-size": "0"}, "whole number"),
+    ({"pyscheduler.io/topology-slice-required": RACK, "pyscheduler.io/topology-slice-size": "-1"}, "whole number"),
+    ({"pyscheduler.io/topology-slice-required": RACK, "pyscheduler.io/topology-slice-size": "1e9"}, "whole number"),
+    ({APP_TAG_TOPOLOGY_REQUIRED: RACK, "pyscheduler.io/topology-slice-required": ZONE,
+      "pyscheduler.io/topology-slice-size": "2"}, "outside"),
+])
+def test_slice_tags_the_partition_cannot_honour_reject_the_application(w: World, tags: Mapping[str, str],
+                                                                        problem: str) -> None:
+    w.apps(si.AddApplicationRequest(application_id="bad", queue_name="root.a", partition_name="default",
+                                    ugi=si.UserGroupInformation(user="u"), tags=dict(tags)))
+    assert problem in w.rm.rejected_apps["bad"]

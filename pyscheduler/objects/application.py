@@ -34,6 +34,7 @@ from pyscheduler.objects.placeholders import (
     PlaceholderData,
     placeholder_timeout_ns,
 )
+from pyscheduler.objects.topology_slices import Slices
 from pyscheduler.objects.tracked_resource import TrackedResource
 from pyscheduler.objects.queue import Queue
 from pyscheduler.policies.member_cluster_tags import NO_CLUSTER_REQUEST
@@ -106,6 +107,8 @@ class Application:
         #: pyscheduler.objects.topology).
         self.topology_request = NO_TOPOLOGY_REQUEST
         self.topology_domain = ""
+        #: Its members' slices when its topology request has slices (set when the partition adds it).
+        self.topology_slices: Slices | None = None
         #: The partition's lock, set when the partition adds the application (see
         #: pyscheduler.objects.locking).
         self.graph_lock: threading.RLock | None = None

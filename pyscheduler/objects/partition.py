@@ -51,6 +51,7 @@ from pyscheduler.objects.partition_outbox import (
 from pyscheduler.objects.queue import ObjectState, Queue, QueueSettings
 from pyscheduler.policies.member_cluster_tags import ClusterTagError, parse_cluster_request
 from pyscheduler.policies.topology_tags import TopologyTagError, parse_topology_request
+from pyscheduler.objects.topology_slices import Slices
 from pyscheduler.policies.placement import PlacementRejected
 from pyscheduler.si.vocabulary import CLUSTER_ATTRIBUTE
 
@@ -303,6 +304,8 @@ class Partition(PartitionGangs):
                 try:
                     app.cluster_request = parse_cluster_request(app.tags)
                     app.topology_request = parse_topology_request(app.tags, self.topology.levels)
+                    if app.topology_request.slice_size:
+                        app.topology_slices = Slices(app.topology_request.slice_size)
                 except (ClusterTagError, TopologyTagError) as err:
                     raise PlacementRejected(f"application {app.app_id}: {err}") from None
             except PlacementRejected as err:
@@ -471,6 +474,8 @@ class Partition(PartitionGangs):
                 self.member_clusters.pin_to_node(app, node, f"first allocation {ask.allocation_key} on {node.node_id}")
             if app.topology_request.level and not app.topology_domain:
                 self.topology.pin_to_node(app, node, f"first allocation {ask.allocation_key} on {node.node_id}")
+            if app.topology_slices is not None:
+                app.topology_slices.landed(ask.allocation_key, node.attributes.get(app.topology_request.slice_level, ""))
             node.add_allocation(ask)
             app.allocate(ask, node.node_id, self._usage_added(app), node.instance_type)
             self._role_landed(app, ask, node.node_id)

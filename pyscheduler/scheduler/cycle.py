@@ -88,7 +88,7 @@ from pyscheduler.si.messages import TAG_SCORE_NODES, PredicatesArgs, ScoreNodesA
 from pyscheduler.scheduler import ask_reports
 from pyscheduler.scheduler.ask_reports import PREDICATES_EVENT_INTERVAL
 from pyscheduler.scheduler.cluster_choice import ClusterScope, choose_scope
-from pyscheduler.scheduler.topology_choice import choose_domain_scope
+from pyscheduler.scheduler.topology_choice import choose_domain_scope, choose_slice_scope
 from pyscheduler.scheduler.cycle_clusters import pin_by_plan, try_in_clusters
 from pyscheduler.scheduler.cycle_reservations import try_reserved
 from pyscheduler.scheduler.node_preference import best_candidate, feasible_nodes_to_find
@@ -275,8 +275,12 @@ class SchedulingCycle:
             if ask.queue_headroom_failed:
                 ask.queue_headroom_failed = False
                 events.request_fits_in_queue(ask.allocation_key, app.app_id, queue.path, resource)
-            if scope is not None:
-                decision = try_in_clusters(self, partition, queue, app, ask, now, scope)
+            ask_scope = scope
+            if app.topology_slices is not None and (scope is None or scope.search_nodes) and (
+                    ask.placeholder or app.placeholder_ask.is_zero()):  # a member of a slice (topology_choice)
+                ask_scope = choose_slice_scope(partition.topology, app, ask, scope)
+            if ask_scope is not None:
+                decision = try_in_clusters(self, partition, queue, app, ask, now, ask_scope)
             elif ask.required_node:
                 decision = self._try_required_node(partition, app, ask)
             else:

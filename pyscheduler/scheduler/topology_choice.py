@@ -17,6 +17,12 @@ the level and the domain with the most room; preemption may free room for it in 
 domains whose capacity could hold it tried most free first, and the first plan places it
 there), a *preferred* one is placed anywhere (no scope);
 a preferred application placed in a domain stays there while its remaining members fit in it.
+**Slices** (``topology-slice-required`` and ``-slice-size``): a domain of the application's level
+is a candidate only when its members also fit slice by slice, each slice in one domain of the
+slice level inside it (:func:`slices_pack`); each member then goes to its slice's domain
+(:func:`choose_slice_scope`: the slice's first member chooses the tightest with room for the
+slice's members still to place, and places the slice there).
+
 The scope is a :class:`~pyscheduler.scheduler.cluster_choice.ClusterScope` of one domain, so the
 cycle's steps (node search, reservations, preemption, replacement) keep to its nodes as they do
 to a member cluster's.
@@ -27,11 +33,12 @@ from __future__ import annotations
 import functools
 
 from pyscheduler.common.resources import Resource, go_string
+from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import Application
 from pyscheduler.objects.topology import Domain, TopologyIndex
 from pyscheduler.scheduler.cluster_choice import ClusterScope
 
-__all__ = ["choose_domain_scope", "members_pack"]
+__all__ = ["choose_domain_scope", "choose_slice_scope", "members_pack", "slices_pack"]
 
 
 def members_pack(domain: Domain, members: list[Resource]) -> bool:
@@ -46,6 +53,76 @@ def members_pack(domain: Domain, members: list[Resource]) -> bool:
         else:
             return False
     return True
+
+
+def slices_pack(topology: TopologyIndex, domain: Domain, members: list[Resource], level: str, size: int) -> bool:
+    """Whether ``members`` fit in ``domain`` in slices of ``size``, each slice on the nodes of one
+    domain of ``level`` inside it (largest members first, each slice where it first fits, the
+    room it takes gone for the next)."""
+    free = {node_id: node.available for node_id, node in domain.nodes.items() if node.schedulable}
+    inner: dict[str, list[str]] = {}
+    for node_id in free:
+        value = topology.domain_of(node_id, level)
+        if value is not None:
+            inner.setdefault(value.name, []).append(node_id)
+    ordered = sorted(members, key=_size, reverse=True)
+    for start in range(0, len(ordered), size):
+        group = ordered[start:start + size]
+        for node_ids in inner.values():
+            trial = {node_id: free[node_id] for node_id in node_ids}
+            if _first_fit(group, trial):
+                free.update(trial)
+                break
+        else:
+            return False
+    return True
+
+
+def _first_fit(members: list[Resource], free: dict[str, Resource]) -> bool:
+    """Places ``members`` on ``free`` (node id -> room; reduced in place); whether all fit."""
+    for member in members:
+        for node_id, room in free.items():
+            if member.fits_in(room):
+                free[node_id] = room - member
+                break
+        else:
+            return False
+    return True
+
+
+def choose_slice_scope(topology: TopologyIndex, app: Application, ask: Allocation,
+                       outer: ClusterScope | None) -> ClusterScope:
+    """Where ``ask``, a member of one of ``app``'s slices, may go: its slice's domain once the
+    slice has one, else the tightest domain of the slice level (inside ``outer``'s domain when
+    there is one) where the slice's members still to place fit; none: it waits, the slice
+    level and size named."""
+    request, slices = app.topology_request, app.topology_slices
+    assert slices is not None
+    level = request.slice_level
+    group_of = functools.partial(_domain_of, topology, level)
+    gang = not app.placeholder_ask.is_zero()
+    pending = [member for member in app.iter_asks() if member.placeholder or not gang]
+    for member in pending:  # every member known now has its slice, in the order they are tried
+        slices.slice_of(member.allocation_key)
+    index = slices.slice_of(ask.allocation_key)
+    domains = topology.domains.get(level, {})
+    placed = domains.get(slices.domains.get(index, ""))
+    if placed is not None:
+        return ClusterScope((placed,), group_of=group_of)
+    if gang and not slices.placed and not app.placeholder_ask.fits_in(sum((m.resource for m in pending), Resource())):
+        return ClusterScope((), False, f"the placeholders of gang '{app.app_id}' are still arriving", group_of=group_of)
+    within = outer.clusters if outer is not None else ()
+    inside = [d for d in domains.values()
+              if not within or any(next(iter(d.nodes)) in group.nodes for group in within)]
+    members = [ask.resource] * max(1, slices.remaining(index))  # the slice's members as this one
+    need = sum(members, Resource())
+    weights = topology.weights
+    for domain in sorted((d for d in inside if d.fits(need)), key=lambda d: (-d.usage_after(need, weights), d.name)):
+        if members_pack(domain, members):
+            return ClusterScope((domain,), group_of=group_of)
+    return ClusterScope(tuple(sorted(inside, key=lambda d: (d.usage_after(need, weights), d.name))), False,
+                        f"no {level} domain has room for slice {index + 1} of application '{app.app_id}' "
+                        f"({len(members)} members of {go_string(ask.resource)})", group_of=group_of)
 
 
 def _size(resource: Resource) -> tuple[int, ...]:
@@ -75,8 +152,10 @@ def choose_domain_scope(topology: TopologyIndex, app: Application) -> ClusterSco
     domains = topology.domains.get(request.level, {})
     ordered = sorted((d for d in domains.values() if d.fits(need)),
                      key=lambda d: (-d.usage_after(need, weights), d.name))
+    sliced = request.slice_level and request.slice_level != request.level
     for domain in ordered:
-        if members_pack(domain, members):
+        if members_pack(domain, members) and (
+                not sliced or slices_pack(topology, domain, members, request.slice_level, request.slice_size)):
             return ClusterScope((domain,), group_of=group_of)
     if not request.required:
         return None

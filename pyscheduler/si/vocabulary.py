@@ -86,6 +86,10 @@ APP_TAG_PREFERRED_CLUSTER_SELECTOR: Final = "pyscheduler.io/preferred-cluster-se
 # has room, else anywhere). The value is the level's node label, as Kueue's podset annotations.
 APP_TAG_TOPOLOGY_REQUIRED: Final = "pyscheduler.io/topology-required"
 APP_TAG_TOPOLOGY_PREFERRED: Final = "pyscheduler.io/topology-preferred"
+# Slices: the application's members in groups of `slice-size` (in the order they were asked for),
+# each group in one domain of the `slice-required` level (Kueue's podset slices).
+APP_TAG_TOPOLOGY_SLICE_REQUIRED: Final = "pyscheduler.io/topology-slice-required"
+APP_TAG_TOPOLOGY_SLICE_SIZE: Final = "pyscheduler.io/topology-slice-size"
 
 
 # -- tag helpers -----------------------------------------------------------------------------------
