@@ -32,6 +32,7 @@ from benchmarks import (
     role_history,
     scale,
     scheduling,
+    topology,
     yunikorn_go,
 )
 from benchmarks.baseline import baseline_environment
@@ -123,6 +124,10 @@ def _run_gang(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return gang.run(quick=args.quick, progress=progress)
 
 
+def _run_topology(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return topology.run(quick=args.quick, progress=progress)
+
+
 def _run_rest_polling(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return rest_polling.run(quick=args.quick, pollers=args.pollers or rest_polling.POLLERS, progress=progress)
 
@@ -189,6 +194,11 @@ FAMILIES: dict[str, Family] = {
             "gang",
             "scheduling throughput with every application a gang (placeholders, then replacements) vs none",
             _run_gang,
+        ),
+        Family(
+            "topology",
+            "gang placement at 5,000 nodes (100 racks of 50, 10 blocks): gangs requiring one rack vs the same without",
+            _run_topology,
         ),
         Family(
             "interpod",

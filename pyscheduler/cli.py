@@ -24,7 +24,9 @@ Subcommands:
   the core with a simulated RM; progress bar on standard error, summary on standard output
   (exit 0). A workload file that cannot be read exits 2, an invalid one 1 (the error names the
   key), a run that did not finish 3. ``--preset preemption`` is a late tenant with a guarantee
-  on a full cluster, run with preemption on and off. The file format is in ``docs/simulator.md``.
+  on a full cluster, run with preemption on and off; ``--preset topology`` (a workload with a
+  ``topology`` section) plays its gangs with topology placement and without, side by side. The
+  file format is in ``docs/simulator.md``.
 - ``pyscheduler validate-conf FILE``: check a ``queues.yaml`` (``-`` reads standard input);
   prints ``valid`` and the checksum (exit 0), or every error on standard error (exit 1);
   a file that cannot be read exits 2.
@@ -37,6 +39,10 @@ import argparse
 import math
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyscheduler.sim.workload import WorkloadSpec
 
 __all__ = ["main"]
 
@@ -85,7 +91,8 @@ def _simulate(rest: list[str]) -> int:
     parser.add_argument(
         "--preset", choices=sorted(PRESETS),
         help="start from a named workload instead of the built-in one; 'preemption': tenant A fills the cluster "
-        "with long tasks, tenant B with a guarantee arrives at 60 s",
+        "with long tasks, tenant B with a guarantee arrives at 60 s; 'topology': gangs requiring a rack or a block on "
+        "a 3-level cluster, with topology placement and without",
     )
     parser.add_argument("--seed", type=int, help="override the workload's seed")
     parser.add_argument(
@@ -134,6 +141,8 @@ def _simulate(rest: list[str]) -> int:
     except WorkloadError as exc:
         print(f"pyscheduler simulate: invalid workload: {exc}", file=sys.stderr)
         return 1
+    if spec.topology.count:
+        return _simulate_topology(spec, args.policy, args.timeout, args.json)
     plan = spec.generate()
     policies = ["fair", "binpacking"] if args.policy == "both" else [args.policy]
     print(describe_workload(spec, plan))
@@ -172,6 +181,29 @@ def _simulate(rest: list[str]) -> int:
                 handle.write("\n")
         except OSError as exc:
             print(f"pyscheduler simulate: cannot write {args.json}: {exc.strerror or exc}", file=sys.stderr)
+            return 2
+    return 0 if all(s.completed for s in summaries) else 3
+
+
+def _simulate_topology(spec: WorkloadSpec, policy: str, timeout: float, json_path: str | None) -> int:
+    """``simulate`` of a workload with a topology section (``--preset topology``): its gangs with
+    topology placement and without, side by side (binpacking unless ``--policy fair``)."""
+    import json
+
+    from pyscheduler.sim.topology_run import describe_topology, format_topology, run_topology_pair
+
+    summaries = run_topology_pair(spec, policy="fair" if policy == "fair" else "binpacking", timeout=timeout)
+    print(describe_topology(spec))
+    print()
+    print(format_topology(summaries), flush=True)
+    if json_path:
+        document = {"workload": spec.to_mapping(), "summaries": [s.to_dict() for s in summaries]}
+        try:
+            with open(json_path, "w", encoding="utf-8") as handle:
+                json.dump(document, handle, indent=2)
+                handle.write("\n")
+        except OSError as exc:
+            print(f"pyscheduler simulate: cannot write {json_path}: {exc.strerror or exc}", file=sys.stderr)
             return 2
     return 0 if all(s.completed for s in summaries) else 3
 

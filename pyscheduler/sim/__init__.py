@@ -17,6 +17,10 @@
 (``workload_types``, ``workload_format``, ``workload_sections``; ``record``, ``timeline``,
 ``rm_messages``, ``usage``, ``gang_jobs``); every name above is still importable from them.
 
+- :mod:`~pyscheduler.sim.topology_spec` / :mod:`~pyscheduler.sim.topology_run`: the workload's
+  ``topology`` section (a 3-level cluster, gangs requiring a rack or a block) and its own RM,
+  which plays those gangs with topology placement and without (``--preset topology``).
+
 ``pyscheduler simulate`` is the command-line front end; ``docs/simulator.md`` documents the
 workload file format.
 """

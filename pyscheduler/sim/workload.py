@@ -62,6 +62,7 @@ from pyscheduler.sim.workload_sections import (
     LateTenantSpec,
     ServiceSpec,
 )
+from pyscheduler.sim.topology_spec import TOPOLOGY_KEYS, GangKind, TopologySpec
 from pyscheduler.sim.workload_types import (
     ARRIVAL_PATTERNS,
     GIB,
@@ -87,6 +88,7 @@ __all__ = [
     "MIB",
     "PRESETS",
     "ServiceSpec",
+    "TopologySpec",
     "Workload",
     "WorkloadError",
     "WorkloadSpec",
@@ -138,6 +140,7 @@ _KEY_OF_FIELD: Final = {
     "services": "services",
     "late_tenant": "late_tenant",
     "gangs": "gangs",
+    "topology": "topology",
 }
 
 @dataclass(frozen=True)
@@ -179,6 +182,9 @@ class WorkloadSpec:
     #: A tenant with a guarantee arriving on a busy cluster: preemption's workload (none by default).
     late_tenant: LateTenantSpec = LateTenantSpec()
     gangs: GangSpec = GangSpec()
+    #: A 3-level cluster and gangs requiring a domain (issue 34; none by default): a workload with
+    #: one is played by pyscheduler.sim.topology_run, with and without topology placement.
+    topology: TopologySpec = TopologySpec()
 
     def __post_init__(self) -> None:
         for reason in self._problems():
@@ -259,6 +265,7 @@ class WorkloadSpec:
                             "the batch queues, their parent or their child")
         problems += self.late_tenant.problems(self.node_memory, self.node_vcore, self.node_count)
         problems += self.gangs.problems(self.node_memory, self.node_vcore, self.node_count)
+        problems += self.topology.problems(self.node_memory, self.node_vcore)
         if self.gangs.count and any(
             _related(q, self.gangs.queue)
             for q in self.queues + ((self.services.queue,) if self.services.count else ())
@@ -354,6 +361,7 @@ class WorkloadSpec:
             "services": self.services.to_mapping(),
             "late_tenant": self.late_tenant.to_mapping(),
             "gangs": self.gangs.to_mapping(),
+            "topology": self.topology.to_mapping(),
         }
 
     @classmethod
@@ -365,7 +373,7 @@ class WorkloadSpec:
             raise WorkloadError(f"a workload is a mapping of keys to values, got {type(data).__name__}")
         default = base or cls()
         check_keys(data, "", ("seed", "nodes", "queues", "applications", "arrival", "cycle_time", "services",
-                         "late_tenant", "gangs"))
+                         "late_tenant", "gangs", "topology"))
         values: dict[str, Any] = {}
         if "seed" in data:
             values["seed"] = read_int(data["seed"], "seed")
@@ -412,6 +420,9 @@ class WorkloadSpec:
         gangs = read_section(data, "gangs", GANG_KEYS)
         if gangs:
             values["gangs"] = GangSpec.from_mapping(gangs, default.gangs)
+        topology = read_section(data, "topology", TOPOLOGY_KEYS)
+        if topology:
+            values["topology"] = TopologySpec.from_mapping(topology, default.topology)
         merged = {name: getattr(default, name) for name in _KEY_OF_FIELD}
         merged.update(values)
         return cls(**merged)
@@ -504,6 +515,12 @@ def _queue_entries(leaves: Mapping[str, Mapping[str, Any]]) -> list[dict[str, An
 #: 8 distributed jobs (``root.gangs``: 24 one-core members each, a 90 s run, one every 15 s,
 #: a 60 s placeholder timeout, Soft): a job starts only when all 24 members can run, or falls
 #: back to an ordinary job after its timeout.
+#:
+#: ``topology``: 512 whole-node members' worth of cluster, 2 zones x 4 blocks x 8 racks x 8 nodes
+#: (32 GiB / 8 cores each) and 300 gangs arriving 0.4/s (Poisson), running 30 s to 2 min, each
+#: member a whole node: 60 % (weight 6) of 2-8 members requiring a rack, 10 % of exactly 8 (a
+#: whole rack) requiring a rack, 30 % of 9-48 members requiring a block (64 nodes). About 70 % of
+#: the nodes are asked for on average. Played with the tags and without (``topology_run``).
 PRESETS: Final[Mapping[str, WorkloadSpec]] = {
     "preemption": WorkloadSpec(
         node_count=10,
@@ -535,5 +552,11 @@ PRESETS: Final[Mapping[str, WorkloadSpec]] = {
         arrival_rate=0.5,
         gangs=GangSpec(count=8, queue="root.gangs", members=24, memory=2 * GIB, vcore=1_000, run_time=90.0,
                        start=0.0, interval=15.0, timeout=60.0, style="Soft"),
+    ),
+    "topology": WorkloadSpec(
+        topology=TopologySpec(count=300, zones=2, blocks=4, racks=8, nodes=8, rate=0.4,
+                              run_time=FloatRange(30.0, 120.0),
+                              mix=(GangKind(IntRange(2, 8), 2, 6.0), GangKind(IntRange(8, 8), 2, 1.0),
+                                   GangKind(IntRange(9, 48), 1, 3.0))),
     ),
 }
