@@ -14,6 +14,9 @@ state comes as :class:`~pyscheduler.si.messages.ContainerSchedulingState` with a
 - ``update_container_scheduling_state``: an ask skipped (its queue's or user's quota) or failed
   (no node fits, every node's predicates refused it, its required node refuses it) gets
   ``PodScheduled=False``/``Unschedulable`` with the core's message, once per message.
+- A Kubernetes PodGroup's gang (:mod:`.podgroup_writes`): its ``PodGroupInitiallyScheduled``
+  condition says True once the gang runs, False with the core's reason while an ask of it is
+  skipped or failed, or its application was refused.
 - ``send_event``: nothing to act on (why an ask waits comes typed, above); logged at debug.
 - ``predicates``, ``score_nodes``, ``preemption_predicates``: answered by the cache
   (:mod:`.cache.filters`).
@@ -33,6 +36,7 @@ from pyscheduler_k8s.cache.task_state import CoreAppState
 from pyscheduler_k8s.core_client import CoreClient
 from pyscheduler_k8s.event_recorder import EventRecorder
 from pyscheduler_k8s.pod_writes import APPLICATION_REJECTED, PodWrites
+from pyscheduler_k8s.podgroup_writes import PodGroupStatus
 
 __all__ = ["ShimCallback"]
 
@@ -54,7 +58,8 @@ class ShimCallback:
     plugins (see the module doc)."""
 
     def __init__(self, cache: ShimCache, core: CoreClient, binder: Binder, recorder: EventRecorder,
-                 writes: PodWrites, *, component: str) -> None:
+                 writes: PodWrites, *, component: str, groups: PodGroupStatus | None = None) -> None:
+        """``groups``: the PodGroups' conditions (None: not written)."""
         self._cache = cache
         self._tasks = cache.tasks
         self._core = core
@@ -62,6 +67,7 @@ class ShimCallback:
         self._recorder = recorder
         self._writes = writes
         self._component = component
+        self._groups = groups
 
     def update_allocation(self, response: si.AllocationResponse) -> None:
         checked_node = self._cache.cluster.checked_node
@@ -106,10 +112,14 @@ class ShimCallback:
                 continue
             if change.runs:
                 self._writes.submit(self._core.ask_all, list(change.members))
+                if self._groups is not None:
+                    self._groups.scheduled(updated.application_id)
             else:
                 self._writes.submit(self._writes.fail_pods, [view.uid for view in change.members])
         for rejected in response.rejected:
             reason = f"application {rejected.application_id} rejected: {rejected.reason}"
+            if self._groups is not None:
+                self._groups.unschedulable(rejected.application_id, reason)
             uids = self._tasks.application_rejected(rejected.application_id, reason)
             # As YuniKorn's shim: the pods fail (Job controllers and alerts act on that).
             self._writes.submit(self._writes.fail_pods, uids, APPLICATION_REJECTED, reason)
@@ -122,8 +132,10 @@ class ShimCallback:
         """An ask skipped or failed this cycle: ``Unschedulable`` with the core's message (or,
         without one, what its code means)."""
         if request.state in _PENDING_STATES:
-            self._recorder.mark_unschedulable(
-                request.allocation_key, request.reason or _NO_REASON.get(request.code, "no node fits the pod"))
+            message = request.reason or _NO_REASON.get(request.code, "no node fits the pod")
+            self._recorder.mark_unschedulable(request.allocation_key, message)
+            if self._groups is not None:
+                self._groups.unschedulable(request.application_id, message)
 
     def send_event(self, events: Sequence[EventRecord]) -> None:
         """The core's events for the RM (its request events every ~2 s, totals clamped): the

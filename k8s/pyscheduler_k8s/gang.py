@@ -40,7 +40,8 @@ from pyscheduler.si import messages as si
 from pyscheduler_k8s.pods import PLACEHOLDER_ANNOTATION, TASK_GROUP_NAME_ANNOTATION, resources_of
 from pyscheduler_k8s.quantity import QuantityError
 
-__all__ = ["GangError", "GangSpec", "TaskGroup", "gang_of", "placeholder_ask", "placeholder_pods"]
+__all__ = ["GangError", "GangSpec", "TaskGroup", "gang_of", "placeholder_ask", "placeholder_pods",
+           "scheduling_parameters"]
 
 TASK_GROUPS_ANNOTATION: Final = si.DOMAIN_YUNIKORN + "task-groups"
 POLICY_ANNOTATION: Final = si.DOMAIN_YUNIKORN + "schedulingPolicyParameters"
@@ -134,6 +135,12 @@ def _parameters(text: str) -> tuple[int, str]:
         elif key == "gangSchedulingStyle":
             style = HARD if value.lower() == "hard" else SOFT
     return timeout, style
+
+
+def scheduling_parameters(annotations: Mapping[str, Any]) -> tuple[int, str]:
+    """(timeout in seconds, 0: the core's default; style) of the pod's
+    ``schedulingPolicyParameters`` annotation (a PodGroup's members read it too)."""
+    return _parameters(str(annotations.get(POLICY_ANNOTATION, "")))
 
 
 def gang_of(pod: Mapping[str, Any]) -> GangSpec | None:

@@ -5,9 +5,14 @@ binds it again); a pending pod of ours is an ask of its application (:mod:`.pods
 of an application adds it, a gang's first pod creates its placeholders: :mod:`.gang`).
 
 A pod with gates gets kube-scheduler's ``SchedulingGated`` condition and no ask until its last
-gate goes; a pod whose problem is on it (a selector Kubernetes would refuse, a task-groups
-annotation that does not parse...) is held with the problem as its ``Unschedulable`` reason; a
-pod of an application the core refused is failed with the core's reason.
+gate goes; a pod naming a Kubernetes PodGroup (``spec.schedulingGroup``, :mod:`.podgroup`) is a
+member of the group's application (a gang of ``minCount`` for a gang group, its placeholders
+sized by the member that creates it; the task-groups annotations are not read then), and waits
+like a gated pod (``SchedulingGated``, the message naming the group) while the group does not
+exist, until :meth:`PodEvents.rehandle` hands it back; a pod whose problem is on it (a selector
+Kubernetes would refuse, a task-groups annotation that does not parse...) is held with the
+problem as its ``Unschedulable`` reason; a pod of an application the core refused is failed with
+the core's reason.
 
 A pod that succeeds, fails or is deleted releases its allocation (or withdraws its ask; a
 release the core asked for is confirmed with the core's termination type); the last pod of an
@@ -17,12 +22,14 @@ disappeared meanwhile is released, what appeared is added.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from pyscheduler.si import messages as si
 from pyscheduler_k8s.cache.cluster import DELETED
+from pyscheduler_k8s.cache.podgroups import PodGroupCache
 from pyscheduler_k8s.cache.task_state import RELEASE_ON_END_STATES, TaskState
 from pyscheduler_k8s.cache.tasks import AddedPod, TaskCache
 from pyscheduler_k8s.cluster_index import PodConstraints, pod_constraints
@@ -31,6 +38,7 @@ from pyscheduler_k8s.event_recorder import GATED_MESSAGE, SCHEDULING_GATED, Even
 from pyscheduler_k8s.gang import GangError, GangSpec, gang_of
 from pyscheduler_k8s.kubeapi import KubeApi
 from pyscheduler_k8s.pod_writes import APPLICATION_REJECTED, PodWrites
+from pyscheduler_k8s.podgroup import PodGroupSpec, gang_spec, group_name_of, member_view
 from pyscheduler_k8s.pods import PodView, is_terminal, pod_view
 from pyscheduler_k8s.predicates import host_ports
 from pyscheduler_k8s.selectors import SelectorError
@@ -60,9 +68,11 @@ def _constraints_of(pod: Mapping[str, Any]) -> tuple[PodConstraints | None, str]
 class PodEvents:
     def __init__(self, api: KubeApi, tasks: TaskCache, core: CoreClient, recorder: EventRecorder, writes: PodWrites,
                  scheduler_names: tuple[str, ...], *, transform: PodTransform | None = None,
-                 belongs: Callable[[Mapping[str, Any]], bool] | None = None) -> None:
+                 belongs: Callable[[Mapping[str, Any]], bool] | None = None,
+                 groups: PodGroupCache | None = None) -> None:
         """``api``: the cluster whose pods these are; ``transform`` (a hub's): how each is shown
-        to the handlers; ``belongs``: which known records a fresh list of ``api`` covers."""
+        to the handlers; ``belongs``: which known records a fresh list of ``api`` covers;
+        ``groups``: the PodGroups (None: not read at all)."""
         self._api = api
         self._transform = transform
         self._belongs = belongs
@@ -71,6 +81,10 @@ class PodEvents:
         self._recorder = recorder
         self._writes = writes
         self._scheduler_names = scheduler_names
+        self._groups = groups
+        #: One pod handled at a time: the pods' watch and the PodGroups' (handing back the pods
+        #: that waited for a group) must not both add one pod.
+        self._handling = threading.Lock()
 
     def relist(self) -> str:
         """Lists every pod and reconciles (see the module doc); the list's version."""
@@ -95,7 +109,30 @@ class PodEvents:
         if shown is not None:
             self._handle_shown(kind, shown)
 
+    def rehandle(self, uid: str) -> None:
+        """A known pod handled again as last seen (its PodGroup appeared)."""
+        raw = self._tasks.raw(uid)
+        if raw is not None:
+            self._handle_shown("MODIFIED", dict(raw))
+
+    def _as_member(self, view: PodView, pod: Mapping[str, Any], ours: bool) -> tuple[PodView, PodGroupSpec | None, str]:
+        """The pod as its PodGroup's member (unchanged when it names none, or PodGroups are not
+        followed), its group, and why it waits for the group ("": it does not)."""
+        name = group_name_of(pod) if ours and self._groups is not None and self._groups.followed else ""
+        if not name or self._groups is None:
+            return view, None, ""
+        group = self._groups.lookup_or_wait(view.uid, view.namespace, name) if not view.node_name \
+            else self._groups.lookup(view.namespace, name)
+        view = member_view(view, name, group)
+        if group is None and not view.node_name:
+            return view, None, f"waiting for PodGroup {view.namespace}/{name} to appear"
+        return view, group, ""
+
     def _handle_shown(self, kind: str, pod: dict[str, Any]) -> None:
+        with self._handling:
+            self._handle_locked(kind, pod)
+
+    def _handle_locked(self, kind: str, pod: dict[str, Any]) -> None:
         view = pod_view(pod)
         if not view.uid:
             return
@@ -103,9 +140,12 @@ class PodEvents:
             self._gone(view)
             return
         ours = view.scheduler_name in self._scheduler_names
-        gated = ours and not view.node_name and _gated(pod)
+        view, group, waits_for = self._as_member(view, pod, ours)
+        gated = ours and not view.node_name and (_gated(pod) or bool(waits_for))
         bound_elsewhere = self._tasks.update_pod(view, pod, gated)
         if bound_elsewhere is not None:
+            if waits_for and not _gated(pod):  # its gates went, its group is still missing
+                self._recorder.mark_pending(view.uid, waits_for, SCHEDULING_GATED)
             if bound_elsewhere:  # a pending pod of ours bound by someone else: its ask goes, its allocation stays
                 self._core.release(view.app_id, view.uid, si.TerminationType.STOPPED_BY_RM, "bound by another binder")
                 self._core.ask(view)
@@ -116,22 +156,24 @@ class PodEvents:
         gang: GangSpec | None = None
         if ours and not view.problem and not view.node_name and not gated:
             try:
-                gang = gang_of(pod)
+                gang = gang_of(pod) if group is None else gang_spec(group, pod, view) if group.gang else None
             except GangError as exc:
                 view = replace(view, problem=f"pod {view.key}: {exc}")
         added = self._tasks.add_pod(view, pod, ours=ours, gated=gated, constraints=constraints,
                                     ports=frozenset(host_ports(pod)), gang=gang)
         if added is not None:
-            self._added(added, pod)
+            self._added(added, pod, group, waits_for)
 
-    def _added(self, added: AddedPod, pod: dict[str, Any]) -> None:
-        """What a pod first seen needs, by the state it was born in."""
+    def _added(self, added: AddedPod, pod: dict[str, Any], group: PodGroupSpec | None, waits_for: str) -> None:
+        """What a pod first seen needs, by the state it was born in (``group``: its PodGroup;
+        ``waits_for``: why it waits for one)."""
         view, state = added.view, added.state
         if state is TaskState.FOREIGN:
             self._core.foreign(view)
             return
         if state is TaskState.GATED:
-            self._recorder.mark_pending(view.uid, GATED_MESSAGE, SCHEDULING_GATED)
+            gates = _gated(pod) or not waits_for
+            self._recorder.mark_pending(view.uid, GATED_MESSAGE if gates else waits_for, SCHEDULING_GATED)
             return
         if state is TaskState.HELD:
             if added.refused is not None:
@@ -140,6 +182,8 @@ class PodEvents:
                 self._recorder.mark_unschedulable(view.uid, view.problem)
             return
         if added.new_app:
+            if added.gang is not None and group is not None and self._groups is not None:
+                self._groups.gang_added(view.app_id, group)  # before the core may answer
             self._core.add_application(view, added.gang)
             if added.gang is not None and not view.placeholder:
                 self._writes.submit(self._writes.create_placeholders, view.app_id, added.gang, pod)
@@ -153,6 +197,8 @@ class PodEvents:
         """The pod ended or was deleted (see the module doc)."""
         gone = self._tasks.remove_pod(view.uid)
         self._recorder.forget(view.uid)
+        if self._groups is not None:
+            self._groups.forget(view.uid)
         if gone is None:
             return
         task = gone.task
@@ -161,4 +207,6 @@ class PodEvents:
                                task.ending or si.TerminationType.STOPPED_BY_RM,
                                "pod deleted" if task.ending else "pod ended")
         if gone.app_left:
+            if self._groups is not None:
+                self._groups.application_left(task.view.app_id)
             self._core.remove_application(task.view.app_id)

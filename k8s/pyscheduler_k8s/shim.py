@@ -11,12 +11,14 @@ k8shim splits ``pkg/cache``, ``pkg/client`` and its scheduler callback:
 - :mod:`.binder`: the bindings (and the volume binder's hand-off before each);
 - :mod:`.event_recorder`: Kubernetes Events and pending pods' conditions;
 - :mod:`.pod_writes`: deletions, placeholder pods, pods marked failed;
+- :mod:`.podgroup_events`, :mod:`.podgroup_writes`: Kubernetes' PodGroups followed (optional)
+  and their ``PodGroupInitiallyScheduled`` condition;
 - :mod:`.core_client`: the requests to the core.
 
 **Start.** The shim registers with the core (``rm_id`` :attr:`ShimOptions.rm_id`: ``pyscheduler-k8s``,
 or the cluster's name when several are scheduled, :mod:`.clusters`) under the ConfigMap's
 configuration (:mod:`.configuration`), lists the nodes, the optional objects (reported layers,
-PriorityClasses, Namespaces, storage) and then the pods (:mod:`.pod_events`: a restart recovers
+PriorityClasses, Namespaces, storage, PodGroups) and then the pods (:mod:`.pod_events`: a restart recovers
 bound pods as allocations and never binds them again), sets :attr:`KubeShim.synced`, then follows
 every resource from its list's version. Every thread is a
 :class:`~pyscheduler.common.background.BackgroundThread` (:mod:`.threads`).
@@ -45,6 +47,9 @@ from pyscheduler_k8s.informers import Informers
 from pyscheduler_k8s.kubeapi import KubeApi
 from pyscheduler_k8s.pod_events import PODS_PATH, PodEvents, PodTransform
 from pyscheduler_k8s.pod_writes import PodWrites
+from pyscheduler_k8s.podgroup import PODGROUPS_PATH
+from pyscheduler_k8s.podgroup_events import PodGroupEvents
+from pyscheduler_k8s.podgroup_writes import PodGroupStatus
 from pyscheduler_k8s.pods import DEFAULT_SCHEDULER_NAMES
 from pyscheduler_k8s.volumes import STORAGE_PATHS, VolumeBinder
 
@@ -118,13 +123,15 @@ class KubeShim:
         volume_binder = VolumeBinder(api, cache.volumes, cache.lock, stopping)
         self.binder = Binder(api, cache.tasks, volume_binder, self.core, self.recorder, self.counts,
                              threads=opts.binders, stop=stopping, place=place)
+        self.podgroup_status = PodGroupStatus(api, cache.podgroups, clock=clock)
         self.callback = ShimCallback(cache, self.core, self.binder, self.recorder, self.writes,
-                                     component=opts.component)
+                                     component=opts.component, groups=self.podgroup_status)
         self.configuration = Configuration(api, proxy, self.recorder, self.counts, rm_id=opts.rm_id,
                                            namespace=opts.namespace, config_text=config_text)
         self.pods = PodEvents(api, cache.tasks, self.core, self.recorder, self.writes, opts.scheduler_names,
-                              transform=pod_transform, belongs=pod_belongs)
+                              transform=pod_transform, belongs=pod_belongs, groups=cache.podgroups)
         self.cluster = ClusterEvents(api, cache.cluster, self.core, self.informers)
+        self.podgroups = PodGroupEvents(cache.podgroups, self.informers, self.pods.rehandle)
 
     def start(self) -> None:
         """Registers with the core, recovers the cluster's state, and starts following it.
@@ -141,6 +148,9 @@ class KubeShim:
         for kind, path in STORAGE_PATHS.items():
             informers.add(kind, path, cluster.relist_storage(kind), functools.partial(cluster.on_storage, kind),
                           functools.partial(cluster.relist_storage, kind))
+        # PodGroups before the pods: a member first seen finds its group.
+        informers.add("podgroups", PODGROUPS_PATH, self.podgroups.relist(), self.podgroups.handle,
+                      self.podgroups.relist)
         informers.add("pods", PODS_PATH, self.pods.relist(), self.pods.handle, self.pods.relist)
         self._follow_config_map_and_run(maps_version)
 
@@ -159,6 +169,7 @@ class KubeShim:
         self.binder.start()
         self.recorder.start()
         self.writes.start()
+        self.podgroup_status.start()
         self.informers.start()
 
     def stop(self) -> None:
@@ -167,6 +178,7 @@ class KubeShim:
         self.informers.stop()
         self.binder.stop()
         self.writes.stop()
+        self.podgroup_status.stop()
         self.recorder.stop()
 
     # -- for tests and the REST status ---------------------------------------------------------------

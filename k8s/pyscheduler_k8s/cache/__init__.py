@@ -4,6 +4,7 @@ the calling thread).
 
 - :mod:`.task_state`: the records' states and their one transition table (pure);
 - :mod:`.tasks`: the pods' records, applications and gangs (the only place states change);
+- :mod:`.podgroups`: Kubernetes' PodGroups, the pods waiting for theirs, their conditions;
 - :mod:`.cluster`: nodes, reported layers, namespaces, PriorityClasses, storage objects;
 - :mod:`.filters`: the core's predicates and scores answered from both.
 
@@ -16,6 +17,7 @@ import threading
 
 from pyscheduler_k8s.cache.cluster import ClusterCache
 from pyscheduler_k8s.cache.filters import Filters
+from pyscheduler_k8s.cache.podgroups import PodGroupCache
 from pyscheduler_k8s.cache.tasks import TaskCache
 from pyscheduler_k8s.cluster_index import ClusterIndex
 from pyscheduler_k8s.predicates import inclusion_passes
@@ -35,4 +37,5 @@ class ShimCache:
         self.volumes = VolumeState()
         self.cluster = ClusterCache(self.lock, self.index, self.volumes)
         self.tasks = TaskCache(self.lock, self.index, self.volumes)
+        self.podgroups = PodGroupCache(self.lock)
         self.filters = Filters(self.lock, self.cluster, self.tasks, self.index, self.volumes)

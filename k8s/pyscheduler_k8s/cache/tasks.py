@@ -10,7 +10,8 @@ call back on the calling thread, and an API round trip must never stall the othe
   (a gang application with its task groups: :mod:`..gang`); a member of a gang not running yet
   waits; a pod of an application the core refused is held with the core's reason.
 - **A pod seen again** (:meth:`TaskCache.update_pod`): its labels and deletion mark are counted
-  again; a pending pod bound by another binder is an allocation there; a gated pod whose last
+  again (its application, task group and application tags stay those it was first seen
+  with); a pending pod bound by another binder is an allocation there; a gated pod whose last
   gate went is forgotten (it is then added as a new pod).
 - **A pod gone** (:meth:`TaskCache.remove_pod`): forgotten; the last member of an application
   removes it.
@@ -157,7 +158,11 @@ class TaskCache:
                 return None
             if known is None:
                 return None
-            known.raw, known.view = pod, view
+            # Its application, task group and application tags are what they were when it was
+            # first seen (a label edited later must not move it to another application).
+            known.raw = pod
+            known.view = replace(view, app_id=known.view.app_id, task_group=known.view.task_group,
+                                 app_tags=known.view.app_tags)
             bound_elsewhere = known.state is TaskState.ASK and bool(view.node_name)
             if bound_elsewhere and self._transition(known, TaskEvent.BOUND_ELSEWHERE):
                 known.node = view.node_name
