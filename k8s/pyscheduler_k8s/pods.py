@@ -50,7 +50,8 @@ import orjson
 
 from pyscheduler.common.quantity import core_name, core_resources
 from pyscheduler.si.vocabulary import APP_TAG_CLUSTER_SELECTOR, APP_TAG_CLUSTERS, APP_TAG_PREFERRED_CLUSTER_SELECTOR, \
-    APP_TAG_PREFERRED_CLUSTERS, APP_TAG_TOPOLOGY_PREFERRED, APP_TAG_TOPOLOGY_REQUIRED
+    APP_TAG_PREFERRED_CLUSTERS, APP_TAG_TOPOLOGY_PREFERRED, APP_TAG_TOPOLOGY_REQUIRED, APP_TAG_TOPOLOGY_SLICE_REQUIRED, \
+    APP_TAG_TOPOLOGY_SLICE_SIZE
 from pyscheduler_k8s.quantity import INT64_MAX, QuantityError, parse_quantity
 from pyscheduler_k8s.roles import history_key_of, role_of
 
@@ -272,7 +273,8 @@ class PodView:
 #: docs/multicluster.md) and the topology level it asks for (docs/topology.md).
 APPLICATION_TAG_ANNOTATIONS: Final = (APP_TAG_CLUSTERS, APP_TAG_CLUSTER_SELECTOR, APP_TAG_PREFERRED_CLUSTERS,
                                       APP_TAG_PREFERRED_CLUSTER_SELECTOR, APP_TAG_TOPOLOGY_REQUIRED,
-                                      APP_TAG_TOPOLOGY_PREFERRED)
+                                      APP_TAG_TOPOLOGY_PREFERRED, APP_TAG_TOPOLOGY_SLICE_REQUIRED,
+                                      APP_TAG_TOPOLOGY_SLICE_SIZE)
 
 
 def allow_preemption_of(annotations: Mapping[str, Any] | None) -> bool | None:
