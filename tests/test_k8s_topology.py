@@ -114,3 +114,12 @@ def test_a_gang_in_the_same_partition_without_the_request_may_spread(kube: KubeC
     create_pods(kube, NAMESPACE, _gang("free", 5, {}))
     members = _members_running(kube, "free", 5)
     assert len({_rack_of(p["spec"]["nodeName"]) for p in members}) == 2
+
+
+def test_task_group_topology_fields_keep_the_gang_in_one_rack(kube: KubeCluster, server: Server) -> None:
+    """The same request from the task groups themselves (``topologyRequired``), no annotation."""
+    groups = json.dumps([{"name": "worker", "minMember": 2, "minResource": {"cpu": "2"}, "topologyRequired": RACK}])
+    create_pods(kube, NAMESPACE, [pod_body(f"fields-{n}", "fields", "root.train", "2", annotations={
+        "yunikorn.apache.org/task-groups": groups, "yunikorn.apache.org/task-group-name": "worker"}) for n in range(2)])
+    members = _members_running(kube, "fields", 2)
+    assert {_rack_of(p["spec"]["nodeName"]) for p in members} == {"r-fit"}

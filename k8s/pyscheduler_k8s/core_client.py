@@ -82,7 +82,8 @@ class CoreClient:
         self.proxy.update_application(si.ApplicationRequest(new=(si.AddApplicationRequest(
             application_id=view.app_id, queue_name=view.queue, partition_name=self.partition,
             ugi=si.UserGroupInformation(user=view.user, groups=view.groups),
-            tags={si.KEY_NAMESPACE: view.namespace, **dict(view.app_tags)},
+            # A gang's task-group topology fields, then the pod's own annotations (which win).
+            tags={si.KEY_NAMESPACE: view.namespace, **(gang.topology if gang is not None else {}), **dict(view.app_tags)},
             placeholder_ask=si_resource(placeholder_ask(gang)) if gang is not None else None,
             gang_scheduling_style=gang.style if gang is not None else "",
             execution_timeout_milli_seconds=gang.timeout * 1000 if gang is not None else 0),),

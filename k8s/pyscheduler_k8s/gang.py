@@ -2,7 +2,10 @@
 
 - ``yunikorn.apache.org/task-groups`` on an application's pods (the first one read counts): a
   JSON list of ``{name, minMember, minResource, nodeSelector, tolerations, affinity, labels,
-  annotations}``. ``minResource`` is a Kubernetes resource list.
+  annotations}``. ``minResource`` is a Kubernetes resource list. pyscheduler also reads the
+  topology fields ``topologyRequired``, ``topologyPreferred``, ``topologySliceRequired`` and
+  ``topologySliceSize`` (docs/topology.md): the gang's application tags of the same meaning (the
+  groups that give one agree; the pod's own ``pyscheduler.io/topology-*`` annotations win).
 - ``yunikorn.apache.org/task-group-name`` on each member: its task group.
 - ``yunikorn.apache.org/schedulingPolicyParameters``: ``placeholderTimeoutInSeconds=N`` and
   ``gangSchedulingStyle=Hard|Soft`` separated by spaces (unknown style: Soft, the core's rule;
@@ -37,6 +40,8 @@ from typing import Any, Final
 import orjson
 
 from pyscheduler.si import messages as si
+from pyscheduler.si.vocabulary import APP_TAG_TOPOLOGY_PREFERRED, APP_TAG_TOPOLOGY_REQUIRED, APP_TAG_TOPOLOGY_SLICE_REQUIRED, \
+    APP_TAG_TOPOLOGY_SLICE_SIZE
 from pyscheduler_k8s.pods import PLACEHOLDER_ANNOTATION, TASK_GROUP_NAME_ANNOTATION, resources_of
 from pyscheduler_k8s.quantity import QuantityError
 
@@ -77,6 +82,16 @@ class TaskGroup:
     affinity: dict[str, Any] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     annotations: dict[str, str] = field(default_factory=dict)
+    #: Its topology fields as the core's application tags (:data:`TOPOLOGY_FIELDS`).
+    topology: dict[str, str] = field(default_factory=dict)
+
+
+#: A task group's topology fields (pyscheduler's, docs/topology.md) -> the application tags they
+#: set: the gang's request is one for the whole application, so every group that gives a field
+#: gives the same value.
+TOPOLOGY_FIELDS: Final = {"topologyRequired": APP_TAG_TOPOLOGY_REQUIRED, "topologyPreferred": APP_TAG_TOPOLOGY_PREFERRED,
+                          "topologySliceRequired": APP_TAG_TOPOLOGY_SLICE_REQUIRED,
+                          "topologySliceSize": APP_TAG_TOPOLOGY_SLICE_SIZE}
 
 
 @dataclass(frozen=True)
@@ -87,6 +102,8 @@ class GangSpec:
     style: str = SOFT
     #: The annotation's text (copied onto the placeholder pods, as YuniKorn does).
     definition: str = ""
+    #: The application tags of its task groups' topology fields.
+    topology: dict[str, str] = field(default_factory=dict)
 
 
 def _strings(value: Any, what: str) -> dict[str, str]:
@@ -118,9 +135,17 @@ def _group(raw: Any) -> TaskGroup:
     affinity = raw.get("affinity") or {}
     if not isinstance(tolerations, list) or not isinstance(affinity, dict):
         raise GangError(f"task group {name}: tolerations must be a list and affinity an object")
+    topology: dict[str, str] = {}
+    for key, tag in TOPOLOGY_FIELDS.items():
+        value = raw.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, (str, int)):
+            raise GangError(f"task group {name}: {key} must be a string (a node label) or, for the size, a number")
+        topology[tag] = str(value)
     return TaskGroup(name, members, resources, quantities, _strings(raw.get("nodeSelector"), f"task group {name}: nodeSelector"),
                      tuple(tolerations), affinity, _strings(raw.get("labels"), f"task group {name}: labels"),
-                     _strings(raw.get("annotations"), f"task group {name}: annotations"))
+                     _strings(raw.get("annotations"), f"task group {name}: annotations"), topology)
 
 
 def _parameters(text: str) -> tuple[int, str]:
@@ -162,7 +187,13 @@ def gang_of(pod: Mapping[str, Any]) -> GangSpec | None:
     if sum(g.min_member for g in groups) > MAX_MEMBERS:
         raise GangError(f"{TASK_GROUPS_ANNOTATION}: more than {MAX_MEMBERS} members in all")
     timeout, style = _parameters(str(annotations.get(POLICY_ANNOTATION, "")))
-    return GangSpec(groups, timeout, style, str(text))
+    topology: dict[str, str] = {}
+    for group in groups:
+        for tag, value in group.topology.items():
+            if topology.setdefault(tag, value) != value:
+                raise GangError(f"{TASK_GROUPS_ANNOTATION}: the task groups disagree on {tag}: "
+                                f"{topology[tag]!r} and {value!r} (one request for the whole gang)")
+    return GangSpec(groups, timeout, style, str(text), topology)
 
 
 def placeholder_ask(gang: GangSpec) -> dict[str, int]:
