@@ -170,8 +170,13 @@ fn the_writer_thread_stands_back_for_the_scheduling_thread() {
             .collect()
     };
     // Each test's pipeline has a writer of its own; every one sets its niceness as it starts.
+    // Wait for this test's writer to exist too (none yet is no answer: it may not have started).
     let deadline = Instant::now() + Duration::from_secs(5);
-    while writers().iter().any(|&n| n != expected) && Instant::now() < deadline {
+    loop {
+        let found = writers();
+        if (!found.is_empty() && found.iter().all(|&n| n == expected)) || Instant::now() >= deadline {
+            break;
+        }
         thread::sleep(Duration::from_millis(5));
     }
     let found = writers();
