@@ -199,3 +199,22 @@ def test_marks_naming_a_member_the_hub_does_not_have_are_not_a_placement() -> No
     pod["metadata"]["annotations"][NODE_ANNOTATION] = "node-3"
     assert hub_pod_as_bound(pod, members=("east", "west")) is pod  # a pod like any other: it asks
     assert hub_pod_as_bound(pod, members=("elsewhere",))["spec"]["nodeName"] == "[elsewhere]node-3"
+
+
+def test_an_alias_bomb_or_a_huge_clusters_file_is_refused_quickly(tmp_path: Path, kubeconfig: str) -> None:
+    """Aliases nested nine deep (a billion items if expanded) and a file past 1 MiB: refused with
+    the reason, in well under a second, nothing expanded."""
+    import time
+
+    lines = ['a0: &a0 ["x","x","x","x","x","x","x","x","x","x"]']
+    lines += [f"a{i}: &a{i} [" + ",".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, 9)]
+    bomb = tmp_path / "bomb.yaml"
+    bomb.write_text("\n".join(lines) + f"\nhub: {{name: hub, kubeconfig: {kubeconfig}}}\nmembers: *a8\n")
+    started = time.monotonic()
+    with pytest.raises(ValueError, match="unknown key"):  # refused before anything walks the aliases
+        load_hub_config(str(bomb))
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("hub: {name: hub, kubeconfig: x}\n# " + "x" * (2 << 20) + "\nmembers: []\n")
+    with pytest.raises(ValueError):
+        load_hub_config(str(huge))
+    assert time.monotonic() - started < 5
