@@ -248,38 +248,68 @@ GUARANTEED = config("""\
 """, policy="binpacking", partition_extra=TOPOLOGY)
 
 
-def test_a_waiting_gang_preempts_inside_one_rack_only() -> None:
-    """Two racks of 2 nodes, all four full of ``greedy`` (over its guarantee). A gang of 2 that
-    requires a rack: its victims are the two allocations of one rack, never one in each (which a
-    partition-wide choice could make: both racks' nodes sort alike)."""
+def _preempting_gang(greedy: Mapping[str, list[tuple[int, int]]]) -> tuple[World, set[str]]:
+    """Racks of 2 nodes, each node full of ``root.greedy`` (over its guarantee) allocations
+    given per rack as (vcore, priority) per node; a gang of 2 one-node members (priority 100)
+    requiring a rack; cycles run while the RM confirms each victim gone. The world (closed by
+    the caller) and the victims' keys."""
     made = World(GUARANTEED)
+    made.add_app("greedy", "root.greedy")
+    for name, per_node in greedy.items():
+        for node in rack(made, name, 2):
+            made.allocs(*(made.alloc_msg(f"greedy-{node}-{i}", "greedy", res(vcore=vcore), node_id=node,
+                                         preemption_policy=PREEMPT, priority=priority)
+                          for i, (vcore, priority) in enumerate(per_node)))
+    made.apps(si.AddApplicationRequest(
+        application_id="job", queue_name="root.needy", partition_name="default",
+        ugi=si.UserGroupInformation(user="u"), tags={APP_TAG_TOPOLOGY_REQUIRED: RACK},
+        placeholder_ask=res(vcore=2 * NODE)))
+    for i in range(2):
+        made.ask(f"job-ph{i}", "job", res(vcore=NODE), placeholder=True, task_group_name="tg",
+                 preemption_policy=PREEMPT, priority=100)
+    cycle = SchedulingCycle(made.context)
+    confirmed: set[str] = set()
+    for _ in range(10):
+        made.advance(1.0)
+        cycle.run()
+        for victim in made.rm.released:  # the RM confirms each victim gone
+            if (victim.termination_type is si.TerminationType.PREEMPTED_BY_SCHEDULER
+                    and victim.allocation_key not in confirmed):
+                confirmed.add(victim.allocation_key)
+                made.release("greedy", victim.allocation_key, termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
+    return made, {r.allocation_key for r in made.rm.released
+                  if r.termination_type is si.TerminationType.PREEMPTED_BY_SCHEDULER}
+
+
+def test_a_waiting_gang_preempts_inside_one_rack_only() -> None:
+    """Two racks of 2 nodes, all four full of ``greedy``. A gang of 2 that requires a rack: its
+    victims are the two allocations of one rack, never one in each (which a partition-wide
+    choice could make: both racks' nodes sort alike)."""
+    made, victims = _preempting_gang({"r1": [(NODE, 0)], "r2": [(NODE, 0)]})
     try:
-        for name in ("r1", "r2"):
-            rack(made, name, 2)
-        made.add_app("greedy", "root.greedy")
-        made.allocs(*(made.alloc_msg(f"greedy-{node}", "greedy", res(vcore=NODE), node_id=node, preemption_policy=PREEMPT)
-                      for node in ("r1-n0", "r1-n1", "r2-n0", "r2-n1")))
-        made.apps(si.AddApplicationRequest(
-            application_id="job", queue_name="root.needy", partition_name="default",
-            ugi=si.UserGroupInformation(user="u"), tags={APP_TAG_TOPOLOGY_REQUIRED: RACK},
-            placeholder_ask=res(vcore=2 * NODE)))
-        for i in range(2):
-            made.ask(f"job-ph{i}", "job", res(vcore=NODE), placeholder=True, task_group_name="tg",
-                     preemption_policy=PREEMPT)
-        cycle = SchedulingCycle(made.context)
-        confirmed: set[str] = set()
-        for _ in range(10):
-            made.advance(1.0)
-            cycle.run()
-            for victim in made.rm.released:  # the RM confirms each victim gone
-                if (victim.termination_type is si.TerminationType.PREEMPTED_BY_SCHEDULER
-                        and victim.allocation_key not in confirmed):
-                    confirmed.add(victim.allocation_key)
-                    made.release("greedy", victim.allocation_key, termination=si.TerminationType.PREEMPTED_BY_SCHEDULER)
-        victims = {r.allocation_key for r in made.rm.released
-                   if r.termination_type is si.TerminationType.PREEMPTED_BY_SCHEDULER}
         assert len(victims) == 2 and len({v.split("-")[1] for v in victims}) == 1, victims  # one rack's two
         assert len(racks_of(made, "job")) == 1 and len(nodes_of(made, "job")) == 2
+        check_invariants(made.context)
+    finally:
+        made.close()
+
+
+@pytest.mark.parametrize(("greedy", "why"), [
+    ({"r1": [(NODE, 50)], "r2": [(NODE, 10)]}, "r2's victims have the lower priority"),
+    ({"r1": [(NODE // 2, 0), (NODE // 2, 0)], "r2": [(NODE, 0)]}, "r2 needs 2 victims, r1 4"),
+    ({"r1": [(NODE, 5)], "r2": [(NODE // 2, 1), (NODE // 2, 1)], "r3": [(NODE, 1)]}, "r3: lower than r1, fewer than r2"),
+])
+def test_a_waiting_gang_preempts_in_the_rack_with_the_fewest_lowest_priority_victims(
+        greedy: Mapping[str, list[tuple[int, int]]], why: str) -> None:
+    """kube-scheduler's order for a preemption node, over racks: the lowest highest-priority
+    victim, then the fewest victims. Every rack sorts alike for the nodes (all full), and r1
+    comes first by name: a first-plan-wins choice would take r1 every time."""
+    made, victims = _preempting_gang(greedy)
+    try:
+        best = "r3" if "r3" in greedy else "r2"
+        assert {v.split("-")[1] for v in victims} == {best}, (why, victims)
+        assert len(victims) == 2, why
+        assert racks_of(made, "job") == {best} and len(nodes_of(made, "job")) == 2
         check_invariants(made.context)
     finally:
         made.close()

@@ -51,6 +51,10 @@ class ClusterScope(NamedTuple):
     waiting: str = ""
     #: The group of a node, of the kind of ``clusters`` (None: the node's member cluster).
     group_of: Callable[[str], NodeGroup | None] | None = None
+    #: A gang waiting for a topology domain: what it needs in one, so that preemption chooses
+    #: the domain where the fewest, lowest-priority victims free that much
+    #: (:mod:`pyscheduler.scheduler.preemption.domains`). None: ``clusters`` are tried in order.
+    preempt_for: Resource | None = None
 
     def allows(self, cluster: NodeGroup | None) -> bool:
         return cluster is not None and self.search_nodes and any(c is cluster for c in self.clusters)

@@ -373,7 +373,7 @@ class SchedulingCycle:
         attempt = PreemptionAttempt(
             partition, queue, app, ask, trigger, context.predicates_for(partition),
             context.preemption_predicates_for(partition), self._budget, self.reservation_delay, node,
-            scope.clusters if scope is not None else ())
+            scope.clusters if scope is not None else (), scope.preempt_for if scope is not None else None)
         for preemptor in self.preemptors:
             plan = preemptor.try_preempt(attempt).plan
             if plan is not None:

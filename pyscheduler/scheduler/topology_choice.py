@@ -13,9 +13,10 @@ wins (the most used once the members are placed, then the name): best fit keeps 
 domains free for the large gangs.
 
 No candidate: a *required* request waits (its asks try no node; the cycle reports why, naming
-the level and the domain with the most room; preemption may free room for it in one domain, the
-domains whose capacity could hold it tried most free first, and the first plan places it
-there), a *preferred* one is placed anywhere (no scope);
+the level and the domain with the most room; preemption may free room for it in one domain: of
+the domains whose capacity could hold it, the one where the lowest-priority and fewest victims
+free enough, :mod:`pyscheduler.scheduler.preemption.domains`), a *preferred* one is placed
+anywhere (no scope);
 a preferred application placed in a domain stays there while its remaining members fit in it.
 **Slices** (``topology-slice-required`` and ``-slice-size``): a domain of the application's level
 is a candidate only when its members also fit slice by slice, each slice in one domain of the
@@ -160,11 +161,11 @@ def choose_domain_scope(topology: TopologyIndex, app: Application) -> ClusterSco
     if not request.required:
         return None
     # It waits; preemption may still make room, in one domain: those whose nodes could hold it
-    # once freed, the most free first (the fewest victims to find).
+    # once freed (preemption ranks them by their victims; most free first otherwise).
     reachable = tuple(sorted((d for d in domains.values() if need.fits_in(d.total)),
                              key=lambda d: (d.usage_after(need, weights), d.name)))
     return ClusterScope(reachable, False, _no_room(app, request.level, need, list(domains.values())),
-                        group_of=group_of)
+                        group_of=group_of, preempt_for=need)
 
 
 def _domain_of(topology: TopologyIndex, level: str, node_id: str) -> Domain | None:

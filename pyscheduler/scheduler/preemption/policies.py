@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Final
 
 from pyscheduler.common.gc_pause import collector_paused
 from pyscheduler.scheduler.preemption import quota
+from pyscheduler.scheduler.preemption.domains import rank_domains
 from pyscheduler.scheduler.preemption.guaranteed import (
     PREEMPTION_DOES_NOT_HELP,
     PREEMPTION_MAX_ATTEMPTS_EXHAUSTED,
@@ -41,6 +42,7 @@ from pyscheduler.scheduler.preemption.preemptor import (
     Preemptor,
 )
 from pyscheduler.scheduler.preemption.required_node import NO_VICTIM_FOR_REQUIRED_NODE, required_node_victims
+from pyscheduler.scheduler.preemption.victims import Victims
 
 if TYPE_CHECKING:
     from pyscheduler.common.resources import Resource
@@ -121,8 +123,11 @@ class GuaranteedPreemption:
             if reservations.by_key else None
         # Member clusters: one decision over them all, its victims on one cluster's nodes (the
         # first, in the ask's order, with a plan). Otherwise: every node of the partition.
+        # A gang waiting for a topology domain: the domains by their victims (.domains).
+        groups = attempt.clusters if attempt.domain_need is None or len(attempt.clusters) < 2 else rank_domains(
+            attempt.clusters, Victims(queue, ask, partition.applications, memo.for_ask_leaf(queue).verdicts, claimed), attempt.domain_need)
         scopes: tuple[tuple[Mapping[str, Node], Sequence[str], Callable[[Resource], Iterable[str]]], ...] = tuple(
-            (c.nodes, c.sorted_node_ids(), c.fitting_node_ids) for c in attempt.clusters
+            (c.nodes, c.sorted_node_ids(), c.fitting_node_ids) for c in groups
         ) if attempt.clusters else ((partition.nodes, partition.sorted_node_ids(), partition.fitting_node_ids),)
         outcome = NOT_APPLICABLE
         # A decision makes thousands of short-lived dicts: a collection meeting them would

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Final, Protocol
 from pyscheduler.si.callback import PredicatesFunc, PreemptionPredicatesFunc
 
 if TYPE_CHECKING:
+    from pyscheduler.common.resources import Resource
     from pyscheduler.objects.allocation import Allocation
     from pyscheduler.objects.application import Application
     from pyscheduler.objects.node_groups import NodeGroup
@@ -154,6 +155,10 @@ class PreemptionAttempt:
     #: them (pyscheduler.scheduler.cluster_choice); victims are chosen on one cluster's nodes
     #: only, the first with a plan. Empty: every node of the partition.
     clusters: tuple[NodeGroup, ...] = ()
+    #: A gang waiting for a topology domain (``clusters`` are the domains that could hold it):
+    #: its whole need in one; the guaranteed-share preemptor tries the domains by their victims
+    #: (:mod:`.domains`) instead of in order.
+    domain_need: Resource | None = None
 
 
 class Preemptor(Protocol):
