@@ -123,6 +123,10 @@ def _owner(kind: str, name: str) -> list[dict[str, Any]]:
      "web", "deployment/ns/web"),
     (_pod(owners=_owner("ReplicaSet", "plain-rs")), "plain-rs", ""),
     (_pod(owners=_owner("Job", "nightly")), "nightly", "job/ns/nightly"),
+    (_pod(owners=_owner("Job", "train"), labels={"batch.kubernetes.io/job-completion-index": "3"}),
+     "train#3", "job/ns/train"),
+    (_pod(owners=_owner("Job", "train"), labels={"batch.kubernetes.io/job-completion-index": "x"}),
+     "train", "job/ns/train"),
     (_pod(owners=[{"kind": "StatefulSet"}, "junk"]), "", ""),  # type: ignore[list-item]
 ])
 def test_roles_and_history_keys_from_labels_and_owners(pod: dict[str, Any], role: str, key: str) -> None:

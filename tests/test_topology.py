@@ -18,7 +18,7 @@ from pyscheduler.config.loader import load_config
 from pyscheduler.config.validator import ConfigValidationError
 from pyscheduler.scheduler.cycle import SchedulingCycle
 from pyscheduler.si import messages as si
-from pyscheduler.si.vocabulary import APP_TAG_TOPOLOGY_PREFERRED, APP_TAG_TOPOLOGY_REQUIRED
+from pyscheduler.si.vocabulary import APP_TAG_TOPOLOGY_PREFERRED, APP_TAG_TOPOLOGY_REQUIRED, HISTORY_KEY_TAG, ROLE_TAG
 
 ZONE, BLOCK, RACK = "topology.kubernetes.io/zone", "example.com/block", "example.com/rack"
 TOPOLOGY = f"    topology: {{levels: [{ZONE}, {BLOCK}, {RACK}]}}\n"
@@ -350,6 +350,59 @@ def by_rack(w: World, app_id: str) -> dict[str, int]:
     for node_id in (a.node_id for a in w.rm.allocations.values() if a.application_id == app_id):
         counts[node_id.split("-n")[0]] = counts.get(node_id.split("-n")[0], 0) + 1
     return counts
+
+
+def _ranked_job(w: World, app_id: str, ranks: int, *, reverse: bool = False) -> dict[int, str]:
+    """A gang of ``ranks`` one-node members requiring a rack, history key ``train``, member
+    ``i`` with its own role ``train#i`` (``reverse``: the members' keys sort last rank first);
+    runs until every member replaced a placeholder. Rank -> node."""
+    w.apps(si.AddApplicationRequest(
+        application_id=app_id, queue_name="root.gang", partition_name="default",
+        ugi=si.UserGroupInformation(user="u"), tags={APP_TAG_TOPOLOGY_REQUIRED: RACK, HISTORY_KEY_TAG: "train"},
+        placeholder_ask=res(vcore=NODE * ranks)))
+    for i in range(ranks):
+        w.ask(f"{app_id}-ph{i}", app_id, res(vcore=NODE), placeholder=True, task_group_name="tg")
+    run(w)
+    for i in range(ranks):
+        key = f"{app_id}-m{ranks - 1 - i if reverse else i}"
+        w.ask(key, app_id, res(vcore=NODE), task_group_name="tg", allocation_tags={ROLE_TAG: f"train#{i}"})
+    cycle = SchedulingCycle(w.context)
+    for _ in range(3 * ranks):
+        for decision in cycle.run():
+            if decision.replaced is not None:
+                w.release(app_id, decision.replaced.allocation_key, termination=si.TerminationType.PLACEHOLDER_REPLACED)
+    placed = {int(a.allocation_tags[ROLE_TAG].split("#")[1]): a.node_id for a in w.rm.allocations.values()
+              if a.application_id == app_id and ROLE_TAG in a.allocation_tags}
+    assert len(placed) == ranks, placed
+    return placed
+
+
+def test_a_job_started_again_goes_back_to_its_rack_and_each_rank_to_its_node(w: World) -> None:
+    """Role history across a restart: the job first ran in r2 (r1 was full); started again
+    (a new application, the same history key) while r1 is free and the tightest, it goes back
+    to r2, and each rank to the node it had, though its members now come in another order."""
+    r1 = rack(w, "r1", 4)
+    rack(w, "r2", 8)
+    fill(w, "filler", r1)
+    run(w)
+    first = _ranked_job(w, "train-1", 4)
+    assert {n.split("-n")[0] for n in first.values()} == {"r2"}
+    for alloc in [a for a in w.rm.allocations.values() if a.application_id in ("train-1", "filler")]:
+        w.release(alloc.application_id, alloc.allocation_key, termination=si.TerminationType.STOPPED_BY_RM)
+    w.remove_app("train-1")
+    w.remove_app("filler")
+    run(w)
+    again = _ranked_job(w, "train-2", 4, reverse=True)
+    assert again == first
+
+
+def test_a_new_job_without_history_takes_the_tightest_rack(w: World) -> None:
+    """The same layout with another history key: best fit as usual (r1, exactly 4 free)."""
+    rack(w, "r1", 4)
+    rack(w, "r2", 8)
+    w.partition().role_histories.get_or_create("other").add_entry("r2-n0", "tg", 1)
+    placed = _ranked_job(w, "fresh", 4)
+    assert {n.split("-n")[0] for n in placed.values()} == {"r1"}
 
 
 def test_slices_of_a_gang_each_land_in_one_rack_of_its_block(w: World) -> None:

@@ -5,7 +5,10 @@ StatefulSet deleted and created again, or a job resubmitted, comes back to the n
   owning workload's name (a StatefulSet's, Deployment's or Job's). A StatefulSet's pods are
   not interchangeable (each ordinal has its own volumes), so a StatefulSet pod's role is its
   role and its ordinal (``db#3``): pod 3 comes back to pod 3's node, not to any of the set's.
-  A pod with none of these has no role (no history).
+  An Indexed Job's pods are ranks the same way (``train#3``, from the completion index the Job
+  controller sets, label ``batch.kubernetes.io/job-completion-index``): a training job started
+  again puts rank 3 back on rank 3's node, inside its gang's placeholders
+  (``pyscheduler.scheduler.history_gangs``). A pod with none of these has no role (no history).
 - **History key**: label ``pyscheduler.io/history-key``, else the owning workload:
   ``statefulset/<namespace>/<name>``, ``deployment/<namespace>/<name>`` (a pod is owned by a
   ReplicaSet named ``<deployment>-<pod-template-hash>``: the hash label names the Deployment
@@ -31,6 +34,8 @@ HISTORY_KEY_LABEL: Final = "pyscheduler.io/history-key"
 #: Set on a StatefulSet's pods by its controller (Kubernetes 1.28 and later).
 POD_INDEX_LABEL: Final = "apps.kubernetes.io/pod-index"
 POD_TEMPLATE_HASH_LABEL: Final = "pod-template-hash"
+#: Set on an Indexed Job's pods by the Job controller (label since Kubernetes 1.28).
+COMPLETION_INDEX_LABEL: Final = "batch.kubernetes.io/job-completion-index"
 
 
 def _owner(meta: Mapping[str, Any]) -> tuple[str, str]:
@@ -70,6 +75,10 @@ def role_of(pod: Mapping[str, Any]) -> str:
         ordinal = _ordinal(meta, owner)
         if ordinal:
             return f"{role}#{ordinal}"
+    if role and kind == "Job":
+        index = str(labels.get(COMPLETION_INDEX_LABEL, ""))
+        if index.isdigit():
+            return f"{role}#{index}"
     return role
 
 

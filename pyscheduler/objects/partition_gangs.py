@@ -63,6 +63,9 @@ class PartitionGangs(PartitionBase):
         app.finish_replacement(placeholder, self._usage_removed(app), self._usage_added(app))
         if ph_node is not None:
             ph_node.remove_allocation(placeholder.allocation_key)
+        # The placeholder's instance of its group's role ended there (role history: the group's
+        # recent list then names the nodes a gang started again should get back).
+        self._role_stopped(app, placeholder, failed=False)
         if real is None:
             return
         if real.node_id == placeholder.node_id and ph_node is not None:

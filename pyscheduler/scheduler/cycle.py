@@ -88,6 +88,7 @@ from pyscheduler.si.messages import TAG_SCORE_NODES, PredicatesArgs, ScoreNodesA
 from pyscheduler.scheduler import ask_reports
 from pyscheduler.scheduler.ask_reports import PREDICATES_EVENT_INTERVAL
 from pyscheduler.scheduler.cluster_choice import ClusterScope, choose_scope
+from pyscheduler.scheduler.history_gangs import placeholders_in_order, remembered_nodes
 from pyscheduler.scheduler.topology_choice import choose_domain_scope, choose_slice_scope
 from pyscheduler.scheduler.cycle_clusters import pin_by_plan, try_in_clusters
 from pyscheduler.scheduler.cycle_reservations import try_reserved
@@ -248,7 +249,7 @@ class SchedulingCycle:
         # Member clusters (cycle_clusters): where this application may go, decided once per visit.
         scope = choose_scope(partition.member_clusters, app) if partition.member_clusters.clusters else None
         if scope is None and app.topology_request.level:  # a topology domain (topology_choice)
-            scope = choose_domain_scope(partition.topology, app)
+            scope = choose_domain_scope(partition.topology, app, lambda: remembered_nodes(partition, app))
         for ask in app.iter_asks():
             if ask.allocation_key in reserved or app.can_replace(ask):
                 continue  # a member of a task group waits for one of its placeholders
@@ -317,7 +318,8 @@ class SchedulingCycle:
 
     def _try_replace(self, partition: Partition, app: Application) -> Decision | None:
         """YuniKorn's tryPlaceholderAllocate: each real member (asks in order) against its
-        group's placeholders that are neither released nor preempted. A member larger than a
+        group's placeholders that are neither released nor preempted (a member with a role of
+        its own tries first the one on its role's history node: history_gangs). A member larger than a
         placeholder in some type releases that placeholder; otherwise the member takes the
         placeholder on its node when the RM accepts it there (the reservation check: the room
         is the placeholder's). Failing that, the first compatible pair is tried on the nodes in
@@ -327,7 +329,7 @@ class SchedulingCycle:
         for real in list(app.iter_asks()):
             if real.placeholder or not real.task_group_name:
                 continue
-            for placeholder in placeholders:
+            for placeholder in placeholders_in_order(partition, app, real, placeholders):
                 if (placeholder.released or placeholder.preempted
                         or placeholder.task_group_name != real.task_group_name):
                     continue

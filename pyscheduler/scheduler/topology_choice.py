@@ -8,9 +8,11 @@ ask: an RM sends them one by one, and a domain chosen for the first few could no
 rest; every pending ask of another application), and a domain of the level is a candidate when they all fit in it: first the sum
 against the domain's available resources, then each member on a node of the domain (first fit,
 largest member first, over the schedulable nodes' free room): a rack with 3 free nodes never
-takes a gang of 4 one-node members, whatever its sums. Among the candidates the **tightest**
-wins (the most used once the members are placed, then the name): best fit keeps the large
-domains free for the large gangs.
+takes a gang of 4 one-node members, whatever its sums. Among the candidates the one holding
+the most of the nodes its roles last ran on wins (role history: a job started again goes back to
+its rack, and each rank to its node, :mod:`pyscheduler.policies.role_history`), then the
+**tightest** (the most used once the members are placed, then the name): best fit keeps the
+large domains free for the large gangs.
 
 No candidate: a *required* request waits (its asks try no node; the cycle reports why, naming
 the level and the domain with the most room; preemption may free room for it in one domain: of
@@ -32,6 +34,7 @@ to a member cluster's.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 from pyscheduler.common.resources import Resource, go_string
 from pyscheduler.objects.allocation import Allocation
@@ -130,8 +133,10 @@ def _size(resource: Resource) -> tuple[int, ...]:
     return tuple(sorted(resource.values(), reverse=True))
 
 
-def choose_domain_scope(topology: TopologyIndex, app: Application) -> ClusterScope | None:
-    """The domain ``app`` may use now (see the module doc); None: anywhere."""
+def choose_domain_scope(topology: TopologyIndex, app: Application,
+                        remembered: Callable[[], frozenset[str]] | None = None) -> ClusterScope | None:
+    """The domain ``app`` may use now (see the module doc); None: anywhere. ``remembered``: the
+    nodes its roles last ran on (role history), asked only when a domain is to be chosen."""
     request = app.topology_request
     group_of = functools.partial(_domain_of, topology, request.level)
     placed = topology.placed_domain(app)
@@ -151,8 +156,9 @@ def choose_domain_scope(topology: TopologyIndex, app: Application) -> ClusterSco
                                        f"({go_string(need)} of {go_string(app.placeholder_ask)})", group_of=group_of)
     weights = topology.weights
     domains = topology.domains.get(request.level, {})
+    history = remembered() if remembered is not None else frozenset()
     ordered = sorted((d for d in domains.values() if d.fits(need)),
-                     key=lambda d: (-d.usage_after(need, weights), d.name))
+                     key=lambda d: (-_remembered_in(d, history), -d.usage_after(need, weights), d.name))
     sliced = request.slice_level and request.slice_level != request.level
     for domain in ordered:
         if members_pack(domain, members) and (
@@ -166,6 +172,10 @@ def choose_domain_scope(topology: TopologyIndex, app: Application) -> ClusterSco
                              key=lambda d: (d.usage_after(need, weights), d.name)))
     return ClusterScope(reachable, False, _no_room(app, request.level, need, list(domains.values())),
                         group_of=group_of, preempt_for=need)
+
+
+def _remembered_in(domain: Domain, nodes: frozenset[str]) -> int:
+    return sum(1 for node_id in nodes if node_id in domain.nodes) if nodes else 0
 
 
 def _domain_of(topology: TopologyIndex, level: str, node_id: str) -> Domain | None:
