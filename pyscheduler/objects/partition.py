@@ -475,7 +475,8 @@ class Partition(PartitionGangs):
             if app.topology_request.level and not app.topology_domain:
                 self.topology.pin_to_node(app, node, f"first allocation {ask.allocation_key} on {node.node_id}")
             if app.topology_slices is not None:
-                app.topology_slices.landed(ask.allocation_key, node.attributes.get(app.topology_request.slice_level, ""))
+                slice_domain = self.topology.domain_of(node.node_id, app.topology_request.slice_level)
+                app.topology_slices.landed(ask.allocation_key, slice_domain.name if slice_domain is not None else "")
             node.add_allocation(ask)
             app.allocate(ask, node.node_id, self._usage_added(app), node.instance_type)
             self._role_landed(app, ask, node.node_id)

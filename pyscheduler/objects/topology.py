@@ -12,6 +12,11 @@ An application asking for a level (:mod:`pyscheduler.policies.topology_tags`) is
 domain of it: ``Application.topology_domain`` is the domain's value, set by :meth:`pin`
 (its first allocation or placeholder, or a preemption made for it) and cleared when the domain
 loses its last node. Callers hold the partition's lock.
+
+**Member clusters** (a hub partition, :mod:`pyscheduler.objects.member_clusters`): a domain never
+spans two clusters. A node of member ``east`` (attribute ``pyscheduler.io/cluster``) is in
+domain ``[east]r1`` of a level whose label it gives as ``r1``, so racks named alike in two
+clusters stay two domains, and a domain names its cluster (:attr:`Domain.cluster`).
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from pyscheduler.objects.node_groups import NodeGroup
 from pyscheduler.objects.object_events import AppEvents
 from pyscheduler.policies.node_ordering import NodeOrdering, make_node_ordering
 from pyscheduler.si.events import EventChangeDetail
+from pyscheduler.si.vocabulary import CLUSTER_ATTRIBUTE
 
 __all__ = ["Domain", "TopologyIndex"]
 
@@ -35,11 +41,13 @@ _log = logging.getLogger(__name__)
 class Domain(NodeGroup):
     """The nodes of one value of one level's label."""
 
-    __slots__ = ("level",)
+    __slots__ = ("level", "cluster")
 
-    def __init__(self, level: str, value: str, make_ordering: "_OrderingMaker") -> None:
+    def __init__(self, level: str, value: str, make_ordering: "_OrderingMaker", cluster: str = "") -> None:
         super().__init__(value, make_ordering=make_ordering)
         self.level = level
+        #: The member cluster its nodes are in ("": a partition without member clusters).
+        self.cluster = cluster
 
     def __repr__(self) -> str:
         return f"{self.level}={self.name}"
@@ -109,7 +117,7 @@ class TopologyIndex:
         labels name, leaving those it was in."""
         if not self.levels:
             return
-        values = tuple(node.attributes.get(level) or None for level in self.levels)
+        values = self.values_of(node)
         before = self._values.get(node.node_id)
         if before == values:
             return
@@ -122,11 +130,21 @@ class TopologyIndex:
                     continue
                 domain = self.domains[level].get(value)
                 if domain is None:
-                    domain = self.domains[level][value] = Domain(level, value, self._maker)
+                    domain = self.domains[level][value] = Domain(level, value, self._maker,
+                                                                 node.attributes.get(CLUSTER_ATTRIBUTE) or "")
                 domain.join(node)
             if node.node_id not in self._listening:
                 self._listening.add(node.node_id)
                 node.add_listener(self._node_changed)
+
+    def values_of(self, node: Node) -> tuple[str | None, ...]:
+        """The node's domain name at each level (None: no label), qualified by its member
+        cluster when it has one (see the module doc)."""
+        attributes = node.attributes
+        member = attributes.get(CLUSTER_ATTRIBUTE)
+        if member:
+            return tuple(f"[{member}]{value}" if (value := attributes.get(level)) else None for level in self.levels)
+        return tuple(attributes.get(level) or None for level in self.levels)
 
     def node_removed(self, node_id: str, applications: Mapping[str, Application]) -> None:
         self._listening.discard(node_id)
@@ -177,7 +195,8 @@ class TopologyIndex:
         found: list[str] = []
         for level, domains in self.domains.items():
             for value, domain in domains.items():
-                members = [n for n in nodes.values() if n.attributes.get(level) == value]
+                at = self.levels.index(level)
+                members = [n for n in nodes.values() if self.values_of(n)[at] == value]
                 if sorted(n.node_id for n in members) != sorted(domain.nodes):
                     found.append(f"domain {level}={value} holds {sorted(domain.nodes)}")
                 sums = (sum((n.total for n in members), Resource()), sum((n.allocated for n in members), Resource()),

@@ -248,8 +248,11 @@ class SchedulingCycle:
         events = partition.events.app
         # Member clusters (cycle_clusters): where this application may go, decided once per visit.
         scope = choose_scope(partition.member_clusters, app) if partition.member_clusters.clusters else None
-        if scope is None and app.topology_request.level:  # a topology domain (topology_choice)
-            scope = choose_domain_scope(partition.topology, app, lambda: remembered_nodes(partition, app))
+        if app.topology_request.level and (scope is None or scope.search_nodes):
+            # A topology domain (topology_choice), inside the member clusters allowed: a preferred
+            # request that no domain takes keeps the clusters' scope.
+            scope = choose_domain_scope(partition.topology, app, lambda: remembered_nodes(partition, app),
+                                        scope) or scope
         for ask in app.iter_asks():
             if ask.allocation_key in reserved or app.can_replace(ask):
                 continue  # a member of a task group waits for one of its placeholders
@@ -344,11 +347,11 @@ class SchedulingCycle:
         if first is None:
             return None
         real, placeholder = first
-        # A gang placed in a member cluster stays there whole.
-        cluster: NodeGroup | None = \
-            partition.member_clusters.clusters.get(app.member_cluster) if app.member_cluster else None
-        if cluster is None and app.topology_domain:  # a gang placed in a topology domain too
-            cluster = partition.topology.placed_domain(app)
+        # A gang placed in a topology domain, or in a member cluster, stays there whole (a
+        # domain is inside one cluster).
+        cluster: NodeGroup | None = partition.topology.placed_domain(app) if app.topology_domain else None
+        if cluster is None and app.member_cluster:
+            cluster = partition.member_clusters.clusters.get(app.member_cluster)
         node = self._first_node(partition, real, skip_reserved=True,
                                 ordering=cluster.ordering if cluster is not None else None)
         if node is None:

@@ -134,9 +134,12 @@ def _size(resource: Resource) -> tuple[int, ...]:
 
 
 def choose_domain_scope(topology: TopologyIndex, app: Application,
-                        remembered: Callable[[], frozenset[str]] | None = None) -> ClusterScope | None:
+                        remembered: Callable[[], frozenset[str]] | None = None,
+                        clusters: ClusterScope | None = None) -> ClusterScope | None:
     """The domain ``app`` may use now (see the module doc); None: anywhere. ``remembered``: the
-    nodes its roles last ran on (role history), asked only when a domain is to be chosen."""
+    nodes its roles last ran on (role history), asked only when a domain is to be chosen;
+    ``clusters``: a hub partition's member clusters ``app`` may use (domains elsewhere are not
+    candidates)."""
     request = app.topology_request
     group_of = functools.partial(_domain_of, topology, request.level)
     placed = topology.placed_domain(app)
@@ -156,6 +159,9 @@ def choose_domain_scope(topology: TopologyIndex, app: Application,
                                        f"({go_string(need)} of {go_string(app.placeholder_ask)})", group_of=group_of)
     weights = topology.weights
     domains = topology.domains.get(request.level, {})
+    if clusters is not None:
+        names = {c.name for c in clusters.clusters}
+        domains = {value: d for value, d in domains.items() if d.cluster in names}
     history = remembered() if remembered is not None else frozenset()
     ordered = sorted((d for d in domains.values() if d.fits(need)),
                      key=lambda d: (-_remembered_in(d, history), -d.usage_after(need, weights), d.name))
