@@ -83,7 +83,11 @@ class CoreClient:
             application_id=view.app_id, queue_name=view.queue, partition_name=self.partition,
             ugi=si.UserGroupInformation(user=view.user, groups=view.groups),
             # A gang's task-group topology fields, then the pod's own annotations (which win).
-            tags={si.KEY_NAMESPACE: view.namespace, **(gang.topology if gang is not None else {}), **dict(view.app_tags)},
+            # Its first pod's history key is the application's too: a gang's placeholders (pods of
+            # the shim, no owner of their own) then keep their nodes under the job's history, so a
+            # job started again finds them (pyscheduler.scheduler.history_gangs).
+            tags={si.KEY_NAMESPACE: view.namespace, **({HISTORY_KEY_TAG: view.history_key} if view.history_key else {}),
+                  **(gang.topology if gang is not None else {}), **dict(view.app_tags)},
             placeholder_ask=si_resource(placeholder_ask(gang)) if gang is not None else None,
             gang_scheduling_style=gang.style if gang is not None else "",
             execution_timeout_milli_seconds=gang.timeout * 1000 if gang is not None else 0),),
