@@ -115,6 +115,25 @@ def test_sums_are_not_enough_every_member_must_fit_on_a_node(w: World) -> None:
     assert racks_of(w, "job") == {"r-whole"}
 
 
+def test_the_rm_predicates_choose_the_rack_with_the_resources(w: World) -> None:
+    """The members' own constraints count (on Kubernetes a node selector, affinity, taints): r1
+    is the tightest rack with room, but the RM refuses the gang's members there, so the gang
+    lands in r2; when the RM refuses them everywhere it waits, saying so."""
+    rack(w, "r1", 2)
+    rack(w, "r2", 4)
+    w.rm.set_predicates(lambda key, node_id, allocate: "node(s) didn't match Pod's node affinity/selector"
+                        if node_id.startswith("r1-") and key.startswith("picky-") else None)
+    gang(w, "picky", 2)
+    run(w)
+    assert racks_of(w, "picky") == {"r2"} and len(nodes_of(w, "picky")) == 2
+    w.rm.set_predicates(lambda key, node_id, allocate: "refused" if key.startswith("nowhere-") else None)
+    gang(w, "nowhere", 2)
+    run(w)
+    assert nodes_of(w, "nowhere") == set()
+    said = [u for u in w.rm.scheduling_states if u.application_id == "nowhere"]
+    assert said and "domain(s) with room refuse its members" in said[-1].reason, said[-1].reason
+
+
 def test_levels_block_and_zone_and_the_preferred_request(w: World) -> None:
     rack(w, "r1", 2, block="b1")
     rack(w, "r2", 2, block="b1")

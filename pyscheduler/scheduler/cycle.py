@@ -89,7 +89,7 @@ from pyscheduler.scheduler import ask_reports
 from pyscheduler.scheduler.ask_reports import PREDICATES_EVENT_INTERVAL
 from pyscheduler.scheduler.cluster_choice import ClusterScope, choose_scope
 from pyscheduler.scheduler.history_gangs import placeholders_in_order, remembered_nodes
-from pyscheduler.scheduler.topology_choice import choose_domain_scope, choose_slice_scope
+from pyscheduler.scheduler.topology_choice import acceptance, choose_domain_scope, choose_slice_scope
 from pyscheduler.scheduler.cycle_clusters import pin_by_plan, try_in_clusters
 from pyscheduler.scheduler.cycle_reservations import try_reserved
 from pyscheduler.scheduler.node_preference import best_candidate, feasible_nodes_to_find
@@ -252,7 +252,7 @@ class SchedulingCycle:
             # A topology domain (topology_choice), inside the member clusters allowed: a preferred
             # request that no domain takes keeps the clusters' scope.
             scope = choose_domain_scope(partition.topology, app, lambda: remembered_nodes(partition, app),
-                                        scope) or scope
+                                        scope, acceptance(self.context.predicates_for(partition))) or scope
         for ask in app.iter_asks():
             if ask.allocation_key in reserved or app.can_replace(ask):
                 continue  # a member of a task group waits for one of its placeholders
@@ -282,7 +282,7 @@ class SchedulingCycle:
             ask_scope = scope
             if app.topology_slices is not None and (scope is None or scope.search_nodes) and (
                     ask.placeholder or app.placeholder_ask.is_zero()):  # a member of a slice (topology_choice)
-                ask_scope = choose_slice_scope(partition.topology, app, ask, scope)
+                ask_scope = choose_slice_scope(partition.topology, app, ask, scope, acceptance(self.context.predicates_for(partition)))
             if ask_scope is not None:
                 decision = try_in_clusters(self, partition, queue, app, ask, now, ask_scope)
             elif ask.required_node:

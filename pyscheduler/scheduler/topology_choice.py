@@ -7,8 +7,10 @@ its pending asks (a gang's placeholders while it reserves, once they add up to i
 ask: an RM sends them one by one, and a domain chosen for the first few could not hold the
 rest; every pending ask of another application), and a domain of the level is a candidate when they all fit in it: first the sum
 against the domain's available resources, then each member on a node of the domain (first fit,
-largest member first, over the schedulable nodes' free room): a rack with 3 free nodes never
-takes a gang of 4 one-node members, whatever its sums. Among the candidates the one holding
+largest member first, over the schedulable nodes' free room) that the RM accepts for it (its
+predicates, :class:`Acceptance`: on Kubernetes the members' node selector, affinity and taints):
+a rack with 3 free nodes never takes a gang of 4 one-node members, whatever its sums, nor a rack
+whose nodes the members' selector refuses. Among the candidates the one holding
 the most of the nodes its roles last ran on wins (role history: a job started again goes back to
 its rack, and each rank to its node, :mod:`pyscheduler.policies.role_history`), then the
 **tightest** (the most used once the members are placed, then the name): best fit keeps the
@@ -39,42 +41,80 @@ from collections.abc import Callable
 from pyscheduler.common.resources import Resource, go_string
 from pyscheduler.objects.allocation import Allocation
 from pyscheduler.objects.application import Application
+from pyscheduler.objects.node import Node
 from pyscheduler.objects.topology import Domain, TopologyIndex
 from pyscheduler.scheduler.cluster_choice import ClusterScope
+from pyscheduler.si.callback import PredicatesFunc, check_predicates
+from pyscheduler.si.messages import PredicatesArgs
 
-__all__ = ["choose_domain_scope", "choose_slice_scope", "members_pack", "slices_pack"]
+__all__ = ["Acceptance", "acceptance", "choose_domain_scope", "choose_slice_scope", "members_pack", "slices_pack"]
 
 
-def members_pack(domain: Domain, members: list[Resource]) -> bool:
+class Acceptance:
+    """Whether the RM accepts a member on a node (its predicates: node selector, affinity,
+    taints...), asked at most once per node and kind of member in one choice: a gang's
+    placeholders of one task group carry the same constraints, so they share the answers.
+    ``check`` None: every node is accepted (an RM without predicates)."""
+
+    __slots__ = ("_check", "_seen", "refused")
+
+    def __init__(self, check: Callable[[Allocation, Node], bool]) -> None:
+        self._check = check
+        self._seen: dict[tuple[str, str], bool] = {}
+        #: Domains whose free room would hold the members but whose nodes the RM refused.
+        self.refused = 0
+
+    def __call__(self, member: Allocation, node: Node) -> bool:
+        kind = member.task_group_name if member.placeholder and member.task_group_name else member.allocation_key
+        key = (kind, node.node_id)
+        found = self._seen.get(key)
+        if found is None:
+            found = self._seen[key] = self._check(member, node)
+        return found
+
+
+def acceptance(predicates: PredicatesFunc | None) -> Acceptance | None:
+    """The RM's predicates as a topology choice asks them (None: the RM has none): whether a
+    member may go to a node, nothing logged on the member (a choice asks many nodes)."""
+    if predicates is None:
+        return None
+    return Acceptance(lambda member, node: not check_predicates(
+        predicates, PredicatesArgs(member.allocation_key, node.node_id, False)))
+
+
+def members_pack(domain: Domain, members: list[Allocation], accepts: Acceptance | None = None) -> bool:
     """Whether every member fits on a schedulable node of ``domain`` at once (first fit, largest
-    member first, each node's free room reduced as members land)."""
-    free = [node.available for node in domain.nodes.values() if node.schedulable]
-    for member in sorted(members, key=_size, reverse=True):
+    member first, each node's free room reduced as members land), on a node ``accepts``."""
+    nodes = [node for node in domain.nodes.values() if node.schedulable]
+    free = [node.available for node in nodes]
+    for member in sorted(members, key=_member_size, reverse=True):
+        resource = member.resource
         for index, room in enumerate(free):
-            if member.fits_in(room):
-                free[index] = room - member
+            if resource.fits_in(room) and (accepts is None or accepts(member, nodes[index])):
+                free[index] = room - resource
                 break
         else:
             return False
     return True
 
 
-def slices_pack(topology: TopologyIndex, domain: Domain, members: list[Resource], level: str, size: int) -> bool:
+def slices_pack(topology: TopologyIndex, domain: Domain, members: list[Allocation], level: str, size: int,
+                accepts: Acceptance | None = None) -> bool:
     """Whether ``members`` fit in ``domain`` in slices of ``size``, each slice on the nodes of one
     domain of ``level`` inside it (largest members first, each slice where it first fits, the
-    room it takes gone for the next)."""
+    room it takes gone for the next), on nodes ``accepts``."""
     free = {node_id: node.available for node_id, node in domain.nodes.items() if node.schedulable}
     inner: dict[str, list[str]] = {}
     for node_id in free:
         value = topology.domain_of(node_id, level)
         if value is not None:
             inner.setdefault(value.name, []).append(node_id)
-    ordered = sorted(members, key=_size, reverse=True)
+    ordered = sorted(members, key=_member_size, reverse=True)
     for start in range(0, len(ordered), size):
         group = ordered[start:start + size]
         for node_ids in inner.values():
             trial = {node_id: free[node_id] for node_id in node_ids}
-            if _first_fit(group, trial):
+            if _first_fit(group, trial, domain, accepts):
                 free.update(trial)
                 break
         else:
@@ -82,12 +122,14 @@ def slices_pack(topology: TopologyIndex, domain: Domain, members: list[Resource]
     return True
 
 
-def _first_fit(members: list[Resource], free: dict[str, Resource]) -> bool:
+def _first_fit(members: list[Allocation], free: dict[str, Resource], domain: Domain,
+               accepts: Acceptance | None) -> bool:
     """Places ``members`` on ``free`` (node id -> room; reduced in place); whether all fit."""
     for member in members:
+        resource = member.resource
         for node_id, room in free.items():
-            if member.fits_in(room):
-                free[node_id] = room - member
+            if resource.fits_in(room) and (accepts is None or accepts(member, domain.nodes[node_id])):
+                free[node_id] = room - resource
                 break
         else:
             return False
@@ -95,7 +137,7 @@ def _first_fit(members: list[Resource], free: dict[str, Resource]) -> bool:
 
 
 def choose_slice_scope(topology: TopologyIndex, app: Application, ask: Allocation,
-                       outer: ClusterScope | None) -> ClusterScope:
+                       outer: ClusterScope | None, accepts: Acceptance | None = None) -> ClusterScope:
     """Where ``ask``, a member of one of ``app``'s slices, may go: its slice's domain once the
     slice has one, else the tightest domain of the slice level (inside ``outer``'s domain when
     there is one) where the slice's members still to place fit; none: it waits, the slice
@@ -118,40 +160,40 @@ def choose_slice_scope(topology: TopologyIndex, app: Application, ask: Allocatio
     within = outer.clusters if outer is not None else ()
     inside = [d for d in domains.values()
               if not within or any(next(iter(d.nodes)) in group.nodes for group in within)]
-    members = [ask.resource] * max(1, slices.remaining(index))  # the slice's members as this one
-    need = sum(members, Resource())
+    members = [ask] * max(1, slices.remaining(index))  # the slice's members as this one
+    need = ask.resource.multiply(len(members))
     weights = topology.weights
     for domain in sorted((d for d in inside if d.fits(need)), key=lambda d: (-d.usage_after(need, weights), d.name)):
-        if members_pack(domain, members):
+        if members_pack(domain, members, accepts):
             return ClusterScope((domain,), group_of=group_of)
     return ClusterScope(tuple(sorted(inside, key=lambda d: (d.usage_after(need, weights), d.name))), False,
                         f"no {level} domain has room for slice {index + 1} of application '{app.app_id}' "
                         f"({len(members)} members of {go_string(ask.resource)})", group_of=group_of)
 
 
-def _size(resource: Resource) -> tuple[int, ...]:
-    return tuple(sorted(resource.values(), reverse=True))
+def _member_size(member: Allocation) -> tuple[int, ...]:
+    return tuple(sorted(member.resource.values(), reverse=True))
 
 
 def choose_domain_scope(topology: TopologyIndex, app: Application,
                         remembered: Callable[[], frozenset[str]] | None = None,
-                        clusters: ClusterScope | None = None) -> ClusterScope | None:
+                        clusters: ClusterScope | None = None, accepts: Acceptance | None = None) -> ClusterScope | None:
     """The domain ``app`` may use now (see the module doc); None: anywhere. ``remembered``: the
     nodes its roles last ran on (role history), asked only when a domain is to be chosen;
     ``clusters``: a hub partition's member clusters ``app`` may use (domains elsewhere are not
-    candidates)."""
+    candidates); ``accepts``: the RM's predicates for a member on a node (None: every node)."""
     request = app.topology_request
     group_of = functools.partial(_domain_of, topology, request.level)
     placed = topology.placed_domain(app)
     if placed is not None and request.required:
         return ClusterScope((placed,), group_of=group_of)
     gang = not app.placeholder_ask.is_zero()
-    members = [ask.resource for ask in app.iter_asks() if ask.placeholder or not gang]
+    members = [ask for ask in app.iter_asks() if ask.placeholder or not gang]
     if placed is not None:  # preferred: its domain while the rest fits there, else anywhere
-        return ClusterScope((placed,), group_of=group_of) if members_pack(placed, members) else None
+        return ClusterScope((placed,), group_of=group_of) if members_pack(placed, members, accepts) else None
     if not members:
         return None
-    need = sum(members, Resource())
+    need = sum((member.resource for member in members), Resource())
     if gang and not app.placeholder_ask.fits_in(need):
         # Its placeholders are still arriving (an RM sends them one by one): a domain chosen for
         # the first few could not hold the rest.
@@ -167,17 +209,23 @@ def choose_domain_scope(topology: TopologyIndex, app: Application,
                      key=lambda d: (-_remembered_in(d, history), -d.usage_after(need, weights), d.name))
     sliced = request.slice_level and request.slice_level != request.level
     for domain in ordered:
-        if members_pack(domain, members) and (
-                not sliced or slices_pack(topology, domain, members, request.slice_level, request.slice_size)):
+        if members_pack(domain, members, accepts) and (not sliced or slices_pack(
+                topology, domain, members, request.slice_level, request.slice_size, accepts)):
             return ClusterScope((domain,), group_of=group_of)
+        if accepts is not None and members_pack(domain, members) and (not sliced or slices_pack(
+                topology, domain, members, request.slice_level, request.slice_size)):
+            accepts.refused += 1  # room enough: the members' constraints refused it
     if not request.required:
         return None
     # It waits; preemption may still make room, in one domain: those whose nodes could hold it
     # once freed (preemption ranks them by their victims; most free first otherwise).
     reachable = tuple(sorted((d for d in domains.values() if need.fits_in(d.total)),
                              key=lambda d: (d.usage_after(need, weights), d.name)))
-    return ClusterScope(reachable, False, _no_room(app, request.level, need, list(domains.values())),
-                        group_of=group_of, preempt_for=need)
+    reason = _no_room(app, request.level, need, list(domains.values()))
+    if accepts is not None and accepts.refused:
+        reason += (f"; {accepts.refused} {request.level} domain(s) with room refuse its members "
+                   "(node selector, affinity, taints or other constraints of its pods)")
+    return ClusterScope(reachable, False, reason, group_of=group_of, preempt_for=need)
 
 
 def _remembered_in(domain: Domain, nodes: frozenset[str]) -> int:
