@@ -7,8 +7,10 @@ Everything binds to 127.0.0.1 on free ports; the API server authenticates one st
 token (``system:masters``) and serves a self-signed certificate (clients skip verification:
 the test owns both ends). No controller manager runs unless asked
 (``start_cluster(..., controller_manager=True)``: the controllers that make a batch/v1 Job run,
-:data:`CONTROLLERS`), so a namespace's ``default`` service account is created by
-:meth:`KubeCluster.ensure_namespace`. Every wait is bounded.
+:data:`CONTROLLERS`, plus any ``controllers`` named, with any ``controller_flags``: e.g. the
+Workload API's feature gates and ``podgroup-protection-controller``, :data:`WORKLOAD_CONTROLLERS`),
+so a namespace's ``default`` service account is created by :meth:`KubeCluster.ensure_namespace`.
+Every wait is bounded.
 
 ``python tests/kube_cluster.py`` (``make k8s-smoke``) starts a cluster, creates a fake node,
 binds a pod to it and waits until kwok reports it Running, printing the timings.
@@ -42,6 +44,11 @@ READY_TIMEOUT = 60.0
 #: lifecycle controller: kwok's nodes are the tests' to taint.
 CONTROLLERS = ("job", "garbagecollector", "ttl-after-finished", "serviceaccount", "serviceaccount-token",
                "root-ca-cert-publisher")
+#: What a cluster serving Kubernetes' Workload API (``scheduling.k8s.io/v1beta1``, v1.37) adds to
+#: :data:`CONTROLLERS`: the controller that removes a deleted PodGroup's protection finalizer once
+#: no pod that has not terminated names the group (``docs/design/workload-api.md``). It needs the
+#: ``GenericWorkload`` gate on the controller manager too (``controller_flags``).
+WORKLOAD_CONTROLLERS = ("podgroup-protection-controller",)
 
 
 def tools_dir() -> Path:
@@ -220,11 +227,19 @@ def _start(name: str, args: list[str], workdir: Path) -> subprocess.Popen[bytes]
 
 
 def start_cluster(workdir: Path, tools: Path | None = None, *, kwok: bool = True,
-                  api_flags: tuple[str, ...] = (), controller_manager: bool = False) -> KubeCluster:
+                  api_flags: tuple[str, ...] = (), controller_manager: bool = False,
+                  controllers: tuple[str, ...] = (), controller_flags: tuple[str, ...] = ()) -> KubeCluster:
     """Starts etcd, kube-apiserver (ready) and kwok in ``workdir``; the caller stops it.
     ``tools``: the build's output directory (default: :func:`tools_dir`); ``api_flags``: more
     kube-apiserver flags; ``controller_manager``: kube-controller-manager too (healthy before
-    this returns), running :data:`CONTROLLERS` as the admin, without leader election."""
+    this returns), running :data:`CONTROLLERS` and ``controllers`` (kube-controller-manager's
+    names, e.g. :data:`WORKLOAD_CONTROLLERS`) as the admin, without leader election, with
+    ``controller_flags`` added to its command line (e.g.
+    ``--feature-gates=GenericWorkload=true,WorkloadWithJob=true``: the gates are per process, so
+    a gate the API server has is not on in the controller manager unless given here too).
+    ``controllers`` or ``controller_flags`` without ``controller_manager`` is an error."""
+    if (controllers or controller_flags) and not controller_manager:
+        raise ValueError("controllers and controller_flags need controller_manager=True")
     tools = tools if tools is not None else tools_dir()
     bin_dir = tools / "bin"
     for tool in ("kube-apiserver", "kwok", *(["kube-controller-manager"] if controller_manager else [])):
@@ -278,7 +293,8 @@ contexts:
 current-context: local
 """)
         if controller_manager:
-            _start_controller_manager(cluster, bin_dir / "kube-controller-manager")
+            _start_controller_manager(cluster, bin_dir / "kube-controller-manager", (*CONTROLLERS, *controllers),
+                                      controller_flags)
         if kwok:
             cluster.processes["kwok"] = _start("kwok", [
                 str(bin_dir / "kwok"), f"--kubeconfig={cluster.kubeconfig}",
@@ -290,9 +306,11 @@ current-context: local
     return cluster
 
 
-def _start_controller_manager(cluster: KubeCluster, binary: Path) -> None:
+def _start_controller_manager(cluster: KubeCluster, binary: Path, controllers: tuple[str, ...],
+                              flags: tuple[str, ...]) -> None:
     """kube-controller-manager against the cluster's API server, as its admin (the token of
-    the kubeconfig), serving its health on a free loopback port; the service-account token
+    the kubeconfig), serving its health on a free loopback port, running ``controllers`` with
+    ``flags`` last; the service-account token
     controller signs with the API server's key and hands out its self-signed certificate as
     the cluster's CA. Client QPS above the default 20: a test's Jobs should not queue behind
     the controller's own rate limiter."""
@@ -301,11 +319,12 @@ def _start_controller_manager(cluster: KubeCluster, binary: Path) -> None:
     cluster.commands["kube-controller-manager"] = command = [
         str(binary), f"--kubeconfig={cluster.kubeconfig}", "--bind-address=127.0.0.1", f"--secure-port={port}",
         f"--cert-dir={workdir / 'controller-manager-certs'}", "--leader-elect=false",
-        f"--controllers={','.join(CONTROLLERS)}", "--service-account-private-key-file=sa.key",
+        f"--controllers={','.join(dict.fromkeys(controllers))}", "--service-account-private-key-file=sa.key",
         f"--root-ca-file={workdir / 'certs' / 'apiserver.crt'}", "--use-service-account-credentials=false",
         # Its own delegated authentication would look the API server's client CA up; nothing
         # but /healthz (always allowed) is asked of it here.
         "--authentication-skip-lookup=true", "--kube-api-qps=200", "--kube-api-burst=400",
+        *flags,
     ]
     cluster.processes["kube-controller-manager"] = _start("kube-controller-manager", command, workdir)
     cluster._wait_controller_manager(port)

@@ -7,6 +7,7 @@ whose group is missing waits, gated, until the group appears)."""
 
 from __future__ import annotations
 
+import re
 import threading
 from typing import Any
 
@@ -20,8 +21,8 @@ from pyscheduler_k8s.cache.task_state import TaskState
 from pyscheduler_k8s.gang import GangError, GangSpec, placeholder_ask, placeholder_pods
 from pyscheduler_k8s.kubeapi import KubeApiError
 from pyscheduler_k8s.pod_events import PodEvents
-from pyscheduler_k8s.podgroup import (PodGroupSpec, application_id, condition_patch, gang_spec, group_name_of,
-                                     member_view, podgroup_of, status_path)
+from pyscheduler_k8s.podgroup import (MAX_APP_ID, PodGroupSpec, application_id, condition_patch, gang_spec,
+                                     group_name_of, member_view, podgroup_of, status_path)
 from pyscheduler_k8s.podgroup_writes import PodGroupStatus
 from pyscheduler_k8s.pods import PodView, pod_view
 
@@ -62,6 +63,37 @@ def test_a_gang_podgroup_is_read_with_its_minimum_topology_key_and_generation() 
     assert spec == PodGroupSpec("ml", "train", gang=True, min_count=4, topology_key=RACK, generation=3)
     assert spec.app_id == "podgroup-ml-train" == application_id("ml", "train")
     assert status_path("ml", "train") == "/apis/scheduling.k8s.io/v1beta1/namespaces/ml/podgroups/train/status"
+
+
+#: A PodGroup name as v1.37.2's Job controller makes it for Job ``llama-finetune-workers``:
+#: ``<job>-<hash>-<job>-pgt-0-<hash>`` (``computePodGroupName`` in job_scheduling_manager.go).
+JOB_GROUP = "llama-finetune-workers-7858d98ffc-llama-finetune-workers-pgt-0-7bb65865bf"
+#: Kubernetes' label values (``IsValidLabelValue``): at most 63 characters of this shape.
+LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+
+def test_an_application_id_past_a_label_values_length_is_cut_and_ends_in_a_hash() -> None:
+    """The id is the placeholders' ``applicationId`` label: the Job controller's PodGroup names
+    would make one of 88 characters, which the API server refuses on every placeholder."""
+    long_id = application_id("train", JOB_GROUP)
+    assert len(long_id) == MAX_APP_ID and LABEL_VALUE.match(long_id)
+    assert long_id.startswith("podgroup-train-llama-finetune-workers-7858d98ffc-")
+    assert long_id == application_id("train", JOB_GROUP)  # the same after a restart
+    assert long_id != application_id("other", JOB_GROUP) != application_id("train", JOB_GROUP + "x")
+    # Two names that share the start differ by the hash.
+    assert application_id("train", JOB_GROUP[:-1] + "a") != application_id("train", JOB_GROUP[:-1] + "b")
+    # The cut never ends in a separator before the hash; a short id is kept whole.
+    dotted = application_id("ns", "a" * 40 + "." + "b" * 60)
+    assert LABEL_VALUE.match(dotted) and ".-" not in dotted and len(dotted) <= MAX_APP_ID
+    fits = "x" * (MAX_APP_ID - len("podgroup-ns-"))
+    assert application_id("ns", fits) == f"podgroup-ns-{fits}"
+    group = podgroup_of(_group(JOB_GROUP, gang=8, namespace="train"))
+    member = _pod("w-0", JOB_GROUP, namespace="train")
+    view = member_view(pod_view(member), JOB_GROUP, group)
+    assert view.app_id == long_id
+    for placeholder in placeholder_pods(gang_spec(group, member, view), view.app_id, "", member):
+        assert all(LABEL_VALUE.match(value) for value in placeholder["metadata"]["labels"].values())
+        assert pod_view(placeholder).app_id == long_id  # read back into the same application
 
 
 def test_a_basic_podgroup_is_no_gang_and_a_true_condition_is_read_as_scheduled() -> None:

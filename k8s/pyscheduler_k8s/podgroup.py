@@ -4,7 +4,10 @@ YuniKorn's task groups (:mod:`.gang`). Pure: no I/O, no state.
 
 - **Membership**: a pod naming a group in ``spec.schedulingGroup.podGroupName`` (same namespace)
   is a member of the application :func:`application_id` ``podgroup-<namespace>-<name>``,
-  whatever application-id label it carries (each PodGroup is its own gang in Kubernetes).
+  whatever application-id label it carries (each PodGroup is its own gang in Kubernetes). The id
+  is the placeholders' ``applicationId`` label, so it is kept to a label value's 63 characters:
+  a longer one (the Job controller's PodGroups are ``<job>-<hash>-<job>-pgt-0-<hash>``) is cut
+  and ends in a hash of the namespace and name instead.
 - **Gang** (``spec.schedulingPolicy.gang.minCount``): one task group named after the PodGroup,
   ``minMember`` = ``minCount``; a PodGroup has no ``minResource``, so the placeholders are sized
   by the member that creates the application (its request, node selector, tolerations and
@@ -21,6 +24,7 @@ YuniKorn's task groups (:mod:`.gang`). Pure: no I/O, no state.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -44,6 +48,10 @@ SCHEDULED: Final = "Scheduled"
 UNSCHEDULABLE: Final = "Unschedulable"
 #: metav1.Condition's limit on ``message``.
 MAX_MESSAGE: Final = 32768
+#: A label value's limit: an application id is its placeholders' ``applicationId`` label.
+MAX_APP_ID: Final = 63
+#: The hex digits of the hash ending an application id that had to be cut.
+APP_ID_HASH: Final = 10
 
 
 @dataclass(frozen=True)
@@ -71,8 +79,15 @@ class PodGroupSpec:
 
 
 def application_id(namespace: str, name: str) -> str:
-    """The application of a PodGroup's members."""
-    return f"podgroup-{namespace}-{name}"
+    """The application of a PodGroup's members: ``podgroup-<namespace>-<name>``, or, past
+    :data:`MAX_APP_ID` characters, its start and a hash of ``<namespace>/<name>`` (the same
+    for the same group, in every shim and after a restart; a valid label value either way: a
+    PodGroup's name is a DNS subdomain)."""
+    full = f"podgroup-{namespace}-{name}"
+    if len(full) <= MAX_APP_ID:
+        return full
+    digest = hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest()[:APP_ID_HASH]
+    return f"{full[:MAX_APP_ID - APP_ID_HASH - 1].rstrip('-.')}-{digest}"
 
 
 def status_path(namespace: str, name: str) -> str:
