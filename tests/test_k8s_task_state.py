@@ -64,8 +64,9 @@ def test_every_illegal_transition_is_refused(state: TaskState, event: TaskEvent)
 
 
 def test_foreign_and_gated_pods_accept_no_event() -> None:
-    """Another scheduler's pod only ends; a gated one only ends or loses its last gate (a new pod)."""
-    for state in (_T.FOREIGN, _T.GATED):
+    """Another scheduler's pod only ends; a gated one (or one held for its gang's gated members)
+    only ends or is handed back as a new pod."""
+    for state in (_T.FOREIGN, _T.GATED, _T.GANG_GATED):
         assert not [event for event in TaskEvent if task_accepts(state, event)]
 
 

@@ -24,7 +24,8 @@ labels ``applicationId``, ``queue`` and ``placeholder: "true"``, annotations
 ``yunikorn.apache.org/placeholder: "true"`` and the task group's name, owned (not controlled)
 by the application's first pod so they are garbage collected with it. Their names are
 deterministic (``tg-<app>-<group>-<first pod's uid>-<n>``): a shim that restarts and creates
-them again gets ``AlreadyExists``, not a second set.
+them again (for the same owner, the pod their ``ownerReferences`` name: :mod:`.gang_recovery`)
+gets ``AlreadyExists``, not a second set.
 
 A task-groups annotation that does not parse, or a group without a name or with a negative
 ``minMember``, raises :class:`GangError` with the reason (the shim shows it on the pod).

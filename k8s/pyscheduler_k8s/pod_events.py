@@ -14,32 +14,43 @@ Kubernetes would refuse, a task-groups annotation that does not parse...) is hel
 problem as its ``Unschedulable`` reason; a pod of an application the core refused is failed with
 the core's reason.
 
+A gang whose members are gated waits as a whole (:mod:`.cache.tasks`): its pods not gated show
+``SchedulingGated`` with the message ``gang <app> waits: N of M members are gated`` (kept current
+while it waits), and are added again once the last gate goes.
+
 A pod that succeeds, fails or is deleted releases its allocation (or withdraws its ask; a
 release the core asked for is confirmed with the core's termination type); the last pod of an
-application removes the application. A fresh list (after a watch expired) reconciles: what
-disappeared meanwhile is released, what appeared is added.
+application removes the application. A fresh list (at start, or after a watch expired)
+reconciles: what disappeared meanwhile is released, what appeared is added, bound pods first
+(recovered as allocations, never bound again), then gated ones (so a gang's gated members are
+known before its others), then the rest. A gang the list shows started (a restart while it
+reserves or runs, :mod:`.gang_recovery`) is resumed: its application is made with its task
+groups from its first pod handled, even a bound placeholder (recovered as the core's placeholder
+allocation), with the founder's queue, user and tags; it reserves again (its members wait, its
+missing placeholders are made under their old names) or runs, and nothing is placed twice.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pyscheduler.si import messages as si
 from pyscheduler_k8s.cache.cluster import DELETED
 from pyscheduler_k8s.cache.podgroups import PodGroupCache
-from pyscheduler_k8s.cache.task_state import RELEASE_ON_END_STATES, TaskState
+from pyscheduler_k8s.cache.task_state import RELEASE_ON_END_STATES, GangState, TaskState
 from pyscheduler_k8s.cache.tasks import AddedPod, TaskCache
 from pyscheduler_k8s.cluster_index import PodConstraints, pod_constraints
 from pyscheduler_k8s.core_client import CoreClient
 from pyscheduler_k8s.event_recorder import GATED_MESSAGE, SCHEDULING_GATED, EventRecorder
 from pyscheduler_k8s.gang import GangError, GangSpec, gang_of
+from pyscheduler_k8s.gang_recovery import GangRecovery, recoveries
 from pyscheduler_k8s.kubeapi import KubeApi
 from pyscheduler_k8s.pod_writes import APPLICATION_REJECTED, PodWrites
-from pyscheduler_k8s.podgroup import PodGroupSpec, gang_spec, group_name_of, member_view
-from pyscheduler_k8s.pods import PodView, is_terminal, pod_view
+from pyscheduler_k8s.podgroup import PodGroupSpec, application_id, gang_spec, group_name_of, member_view
+from pyscheduler_k8s.pods import PodView, app_id_of, is_terminal, pod_view
 from pyscheduler_k8s.predicates import host_ports
 from pyscheduler_k8s.selectors import SelectorError
 
@@ -54,6 +65,17 @@ PodTransform = Callable[[dict[str, Any]], dict[str, Any] | None]
 
 def _gated(pod: Mapping[str, Any]) -> bool:
     return bool((pod.get("spec") or {}).get("schedulingGates"))
+
+
+@dataclass(frozen=True)
+class _Resumed:
+    """A started gang resumed by the pod being handled: the view its application is made from
+    (its founder's), its gang and PodGroup, and what the list showed of it."""
+
+    view: PodView
+    gang: GangSpec
+    group: PodGroupSpec | None
+    found: GangRecovery
 
 
 def _constraints_of(pod: Mapping[str, Any]) -> tuple[PodConstraints | None, str]:
@@ -85,6 +107,8 @@ class PodEvents:
         #: One pod handled at a time: the pods' watch and the PodGroups' (handing back the pods
         #: that waited for a group) must not both add one pod.
         self._handling = threading.Lock()
+        #: While a fresh list is reconciled: its started gangs by application (:mod:`.gang_recovery`).
+        self._started_gangs: dict[str, GangRecovery] = {}
 
     def relist(self) -> str:
         """Lists every pod and reconciles (see the module doc); the list's version."""
@@ -97,11 +121,27 @@ class PodEvents:
         present = {str((p.get("metadata") or {}).get("uid", "")) for p in items}
         for raw in self._tasks.missing(present, self._belongs):
             self._handle_shown(DELETED, raw)
-        # Bound pods first: an application that already runs is recovered from its bound pods,
-        # so a pending pod of it never makes it a new gang (no second set of placeholders).
+        # Bound pods first (their room is counted before any ask), then gated ones (a gang's
+        # gated members known before its others), then the rest; a started gang is resumed.
         shown = items if self._transform is None else [p for p in map(self._transform, items) if p is not None]
-        for item in sorted(shown, key=lambda pod: not (pod.get("spec") or {}).get("nodeName")):
-            self._handle_shown("ADDED", item)
+        with self._handling:
+            self._started_gangs = recoveries(shown, self._application_of)
+        try:
+            for item in sorted(shown, key=lambda pod: (not (pod.get("spec") or {}).get("nodeName"), not _gated(pod))):
+                self._handle_shown("ADDED", item)
+        finally:
+            with self._handling:
+                self._started_gangs = {}
+
+    def _application_of(self, pod: Mapping[str, Any]) -> str:
+        """The application of a pod of ours, as :meth:`_as_member` makes it; "" for another
+        scheduler's pod, or one that ended unplaced. Read from the pod's fields, not its whole
+        view (a restart lists every pod of the cluster)."""
+        spec = pod.get("spec") or {}
+        if spec.get("schedulerName", "") not in self._scheduler_names or is_terminal(pod) and not spec.get("nodeName"):
+            return ""
+        name = group_name_of(pod) if self._groups is not None and self._groups.followed else ""
+        return application_id(str((pod.get("metadata") or {}).get("namespace", "")), name) if name else app_id_of(pod)
 
     def handle(self, kind: str, pod: dict[str, Any]) -> None:
         """One watch event of the cluster's pod."""
@@ -131,6 +171,10 @@ class PodEvents:
     def _handle_shown(self, kind: str, pod: dict[str, Any]) -> None:
         with self._handling:
             self._handle_locked(kind, pod)
+            # A gang whose last gated member went: its held pods are new pods again.
+            while released := self._tasks.take_released():
+                for raw in released:
+                    self._handle_locked("ADDED", dict(raw))
 
     def _handle_locked(self, kind: str, pod: dict[str, Any]) -> None:
         view = pod_view(pod)
@@ -154,19 +198,57 @@ class PodEvents:
         if problem and ours and not view.problem and not view.node_name:
             view = replace(view, problem=f"pod {view.key}: {problem}")
         gang: GangSpec | None = None
-        if ours and not view.problem and not view.node_name and not gated:
+        recovered: GangState | None = None
+        resumed = self._resumed(view) if ours and not view.problem and not gated else None
+        if resumed is not None:
+            gang = resumed.gang
+            recovered = GangState.RUNNING if resumed.found.running(gang) else GangState.RESERVING
+        elif ours and not view.problem and not view.node_name and not gated:
             try:
                 gang = gang_of(pod) if group is None else gang_spec(group, pod, view) if group.gang else None
             except GangError as exc:
                 view = replace(view, problem=f"pod {view.key}: {exc}")
         added = self._tasks.add_pod(view, pod, ours=ours, gated=gated, constraints=constraints,
-                                    ports=frozenset(host_ports(pod)), gang=gang)
+                                    ports=frozenset(host_ports(pod)), gang=gang, gang_gate=gated and _gated(pod),
+                                    recovered=recovered)
         if added is not None:
-            self._added(added, pod, group, waits_for)
+            self._added(added, pod, group, waits_for, resumed)
+            if added.state in (TaskState.GATED, TaskState.GANG_GATED):
+                self._show_gang_gated(view.app_id)
 
-    def _added(self, added: AddedPod, pod: dict[str, Any], group: PodGroupSpec | None, waits_for: str) -> None:
+    def _resumed(self, view: PodView) -> _Resumed | None:
+        """The started gang the pod's application is made from, when a fresh list showed it
+        started and it is not known yet (None: not a recovery, or its founder has no gang)."""
+        found = self._started_gangs.get(view.app_id)
+        if found is None or self._tasks.has_application(view.app_id):
+            return None
+        founder = found.founder
+        founder_view = pod_view(founder)
+        name = group_name_of(founder) if self._groups is not None and self._groups.followed else ""
+        group = self._groups.lookup(founder_view.namespace, name) if name and self._groups is not None else None
+        if name:
+            founder_view = member_view(founder_view, name, group)
+        try:
+            gang = gang_of(founder) if group is None else \
+                gang_spec(group, founder, founder_view) if group.gang else None
+        except GangError:
+            gang = None
+        if gang is None:
+            del self._started_gangs[view.app_id]  # an ordinary application (its pods say why)
+            return None
+        return _Resumed(founder_view, gang, group, found)
+
+    def _show_gang_gated(self, app_id: str) -> None:
+        """The pods of ``app_id`` held for its gated members say how many are gated."""
+        held = self._tasks.gang_gated(app_id)
+        if held is not None:
+            for uid in held.uids:
+                self._recorder.mark_pending(uid, held.message, SCHEDULING_GATED)
+
+    def _added(self, added: AddedPod, pod: dict[str, Any], group: PodGroupSpec | None, waits_for: str,
+               resumed: _Resumed | None) -> None:
         """What a pod first seen needs, by the state it was born in (``group``: its PodGroup;
-        ``waits_for``: why it waits for one)."""
+        ``waits_for``: why it waits for one; ``resumed``: the started gang it resumes)."""
         view, state = added.view, added.state
         if state is TaskState.FOREIGN:
             self._core.foreign(view)
@@ -175,13 +257,17 @@ class PodEvents:
             gates = _gated(pod) or not waits_for
             self._recorder.mark_pending(view.uid, GATED_MESSAGE if gates else waits_for, SCHEDULING_GATED)
             return
+        if state is TaskState.GANG_GATED:
+            return  # its condition: _show_gang_gated
         if state is TaskState.HELD:
             if added.refused is not None:
                 self._writes.submit(self._writes.fail_pods, [view.uid], APPLICATION_REJECTED, added.refused)
             else:
                 self._recorder.mark_unschedulable(view.uid, view.problem)
             return
-        if added.new_app:
+        if added.new_app and resumed is not None and added.gang is not None:
+            self._resume(resumed, added.gang)
+        elif added.new_app:
             if added.gang is not None and group is not None and self._groups is not None:
                 self._groups.gang_added(view.app_id, group)  # before the core may answer
             self._core.add_application(view, added.gang)
@@ -193,6 +279,16 @@ class PodEvents:
             return
         self._core.ask(view)
 
+    def _resume(self, resumed: _Resumed, gang: GangSpec) -> None:
+        """A started gang's application made again (see the module doc)."""
+        view, found = resumed.view, resumed.found
+        del self._started_gangs[view.app_id]
+        if resumed.group is not None and self._groups is not None:
+            self._groups.gang_added(view.app_id, resumed.group)
+        self._core.add_application(view, gang)
+        if found.owner is not None and found.makes_placeholders(gang):
+            self._writes.submit(self._writes.create_placeholders, view.app_id, gang, found.owner)
+
     def _gone(self, view: PodView) -> None:
         """The pod ended or was deleted (see the module doc)."""
         gone = self._tasks.remove_pod(view.uid)
@@ -202,6 +298,8 @@ class PodEvents:
         if gone is None:
             return
         task = gone.task
+        if task.state in (TaskState.GATED, TaskState.GANG_GATED):
+            self._show_gang_gated(task.view.app_id)
         if task.state in RELEASE_ON_END_STATES:
             self._core.release("" if task.state is TaskState.FOREIGN else task.view.app_id, view.uid,
                                task.ending or si.TerminationType.STOPPED_BY_RM,

@@ -19,7 +19,8 @@ k8shim splits ``pkg/cache``, ``pkg/client`` and its scheduler callback:
 or the cluster's name when several are scheduled, :mod:`.clusters`) under the ConfigMap's
 configuration (:mod:`.configuration`), lists the nodes, the optional objects (reported layers,
 PriorityClasses, Namespaces, storage, PodGroups) and then the pods (:mod:`.pod_events`: a restart recovers
-bound pods as allocations and never binds them again), sets :attr:`KubeShim.synced`, then follows
+bound pods as allocations and never binds them again, and resumes a gang it finds reserving or
+running, :mod:`.gang_recovery`), sets :attr:`KubeShim.synced`, then follows
 every resource from its list's version. Every thread is a
 :class:`~pyscheduler.common.background.BackgroundThread` (:mod:`.threads`).
 """

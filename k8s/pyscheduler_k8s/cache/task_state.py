@@ -10,7 +10,10 @@ through :data:`TASK_TRANSITIONS`:
   placeholder's ask timed out); ``FOREIGN``: another scheduler's pod on a node (occupies it);
   ``HELD``: ours, but not schedulable as it is (its problem is on the pod, or its application was
   refused); ``GATED``: ours, its ``spec.schedulingGates`` not empty yet (no ask; its last gate
-  going makes it a new pod); ``WAITING``: a gang member waiting for its gang to run (no ask).
+  going makes it a new pod); ``WAITING``: a gang member waiting for its gang to run (no ask);
+  ``GANG_GATED``: ours, not gated itself, but the first of a gang (its application not made yet)
+  while other known members of the gang are gated: no application, no placeholders, no ask (the
+  gang waits as a whole, :mod:`.tasks`); the last gated member going makes it a new pod again.
 
 An event the state does not accept raises :class:`InvalidTaskTransition` (the cache logs it and
 leaves the record as it is: a watch and a callback racing must not kill either thread). An
@@ -47,6 +50,7 @@ class TaskState(str, Enum):
     HELD = "held"
     GATED = "gated"
     WAITING = "waiting"
+    GANG_GATED = "gangGated"
 
 
 class TaskEvent(str, Enum):
@@ -111,10 +115,12 @@ def next_task_state(uid: str, state: TaskState, event: TaskEvent) -> TaskState:
     return target
 
 
-def initial_task_state(*, ours: bool, bound: bool, gated: bool, problem: bool, gang_waits: bool) -> TaskState:
+def initial_task_state(*, ours: bool, bound: bool, gated: bool, problem: bool, gang_waits: bool,
+                       gang_gated: bool = False) -> TaskState:
     """The state of a pod first seen, the first that applies: another scheduler's is FOREIGN;
     ours with a problem (or of a refused application) HELD; gated GATED; bound ALLOCATED
-    (recovered, never bound again); a member of a gang not running yet (``gang_waits``)
+    (recovered, never bound again); the would-be first of a gang whose other known members are
+    gated (``gang_gated``) GANG_GATED; a member of a gang not running yet (``gang_waits``)
     WAITING; else ASK."""
     if not ours:
         return _T.FOREIGN
@@ -124,6 +130,8 @@ def initial_task_state(*, ours: bool, bound: bool, gated: bool, problem: bool, g
         return _T.GATED
     if bound:
         return _T.ALLOCATED
+    if gang_gated:
+        return _T.GANG_GATED
     return _T.WAITING if gang_waits else _T.ASK
 
 

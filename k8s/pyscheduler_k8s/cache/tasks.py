@@ -8,7 +8,21 @@ call back on the calling thread, and an API round trip must never stall the othe
 - **A pod first seen** (:meth:`TaskCache.add_pod`): its record is born in the state
   :func:`.initial_task_state` gives. Its application is added to the core with its first pod
   (a gang application with its task groups: :mod:`..gang`); a member of a gang not running yet
-  waits; a pod of an application the core refused is held with the core's reason.
+  waits; a pod of an application the core refused is held with the core's reason. A shim
+  restarting recovers a gang half-way (:mod:`..gang_recovery`): its application is made with
+  its task groups from its first pod seen, even a bound one, in the state the caller found
+  (reserving: its members wait; running: they ask).
+- **A gang waits as a whole while members of it are gated.** A pod whose ``spec.schedulingGates``
+  are not empty is GATED (no ask, no application). A gang's pod that would make its application
+  (the application is not known yet: the gang has not started reserving) while another known
+  pod of the same application is gated by its gates is GANG_GATED: no application, no
+  placeholders, no ask, so the gang's room is not held for members that cannot run. When the
+  last gated pod of that application loses its gates (or goes), the GANG_GATED pods are
+  forgotten and handed back (:meth:`TaskCache.take_released`) to be added again as new pods:
+  the gang then reserves as usual. A gang already reserving or running is never undone: a gated
+  pod of it stays GATED, and joins it when its gates go (its placeholder waits for it meanwhile;
+  the core releases placeholders left unused at the gang's timeout). A member waiting for its
+  PodGroup to appear is not counted as gated (its whole group waits for the same object).
 - **A pod seen again** (:meth:`TaskCache.update_pod`): its labels and deletion mark are counted
   again (its application, task group and application tags stay those it was first seen
   with); a pending pod bound by another binder is an allocation there; a gated pod whose last
@@ -40,7 +54,7 @@ from pyscheduler_k8s.pods import PodView
 from pyscheduler_k8s.predicates import HostPort
 from pyscheduler_k8s.volumes import VolumeState
 
-__all__ = ["AddedPod", "ENDED_BY_CORE", "Gang", "GangChange", "GoneRecord", "Task", "TaskCache"]
+__all__ = ["AddedPod", "ENDED_BY_CORE", "Gang", "GangChange", "GangGated", "GoneRecord", "Task", "TaskCache"]
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +123,14 @@ class GoneRecord:
 
 
 @dataclass(frozen=True)
+class GangGated:
+    """A gang held while members of it are gated: its held pods and what their condition says."""
+
+    uids: tuple[str, ...]
+    message: str
+
+
+@dataclass(frozen=True)
 class GangChange:
     """A gang that runs (its waiting members ask) or failed (they are failed)."""
 
@@ -134,6 +156,11 @@ class TaskCache:
         #: them); forgotten with their last pod, so a pod arriving meanwhile is held at once.
         self._rejected_apps: dict[str, tuple[str, set[str]]] = {}
         self._gangs: dict[str, Gang] = {}
+        #: Application id -> its GATED pods gated by their own gates (the module doc), and its
+        #: GANG_GATED pods; the records handed back to be added again once none is gated.
+        self._gated: dict[str, set[str]] = {}
+        self._gang_gated: dict[str, set[str]] = {}
+        self._released: list[Mapping[str, Any]] = []
 
     def _transition(self, task: Task, event: TaskEvent) -> bool:
         """The only place a record's state changes (the caller holds the lock). An event its
@@ -155,8 +182,12 @@ class TaskCache:
             if known is not None and known.state is TaskState.GATED and not gated:
                 del self._pods[view.uid]  # its last gate went: from here on a new pod of ours
                 self._port_pods.discard(view.uid)  # (the predicates must not meet it half added)
+                self._ungated(known.view.app_id, view.uid)
                 return None
             if known is None:
+                return None
+            if known.state is TaskState.GANG_GATED and view.node_name:
+                self._forget_gang_gated(known)  # bound by another binder: recovered as a new pod
                 return None
             # Its application, task group and application tags are what they were when it was
             # first seen (a label edited later must not move it to another application).
@@ -173,9 +204,12 @@ class TaskCache:
 
     def add_pod(self, view: PodView, pod: Mapping[str, Any], *, ours: bool, gated: bool,
                 constraints: PodConstraints | None, ports: frozenset[HostPort],
-                gang: GangSpec | None) -> AddedPod | None:
+                gang: GangSpec | None, gang_gate: bool = False, recovered: GangState | None = None
+                ) -> AddedPod | None:
         """A pod first seen (see the module doc); None for another scheduler's pending pod
-        (nothing to do until it is bound)."""
+        (nothing to do until it is bound). ``gang_gate``: a gated pod gated by its own gates
+        (it holds its gang); ``recovered``: ``gang`` is that of a gang a restart found started,
+        in this state (its application is made with it, even from a bound pod)."""
         with self._lock:
             if not ours and not view.node_name:
                 return None
@@ -184,10 +218,13 @@ class TaskCache:
                 view = replace(view, problem=refused[0])
                 refused[1].add(view.uid)
             gang_state = self._gangs[view.app_id].state if view.app_id in self._gangs else None
+            new_gang = gang is not None and view.app_id not in self._apps
             member_waits = not view.placeholder and (gang_state is not None and gang_state is not GangState.RUNNING
-                                                     or gang is not None and view.app_id not in self._apps)
+                                                     or new_gang and recovered is not GangState.RUNNING)
+            # The first pod of a gang not started, while other pods of it are gated: held.
+            held = new_gang and recovered is None and not view.placeholder and bool(self._gated.get(view.app_id))
             state = initial_task_state(ours=ours, bound=bool(view.node_name), gated=gated,
-                                       problem=bool(view.problem), gang_waits=member_waits)
+                                       problem=bool(view.problem), gang_waits=member_waits, gang_gated=held)
             task = Task(view, pod, state, node=view.node_name, ports=ports, constraints=constraints)
             self._pods[view.uid] = task
             if ports:
@@ -197,15 +234,65 @@ class TaskCache:
                 self._volumes.place(view.uid, pod, task.node)
             elif ours and constraints is not None and state is not TaskState.HELD:
                 self._index.track(view.uid, constraints)
-            member = ours and state not in (TaskState.HELD, TaskState.GATED)
+            if state is TaskState.GATED and gang_gate:
+                self._gated.setdefault(view.app_id, set()).add(view.uid)
+            elif state is TaskState.GANG_GATED:
+                self._gang_gated.setdefault(view.app_id, set()).add(view.uid)
+            member = ours and state in APPLICATION_MEMBER_STATES
             new_app = member and view.app_id not in self._apps
             if member:
                 self._apps.setdefault(view.app_id, set()).add(view.uid)
             if new_app and gang is not None:
-                self._gangs[view.app_id] = Gang(gang)
+                self._gangs[view.app_id] = Gang(gang, recovered or GangState.RESERVING)
             return AddedPod(view, state, new_app=new_app, gang=gang if new_app else None,
                             refused=refused[0] if refused is not None else None,
                             gang_failed=state is TaskState.WAITING and gang_state is GangState.FAILED)
+
+    def _ungated(self, app_id: str, uid: str) -> None:
+        """A pod of ``app_id`` is gated no more (its gates went, or it went): the last one hands
+        back the application's GANG_GATED pods (the caller holds the lock)."""
+        gated = self._gated.get(app_id)
+        if gated is None or uid not in gated:
+            return
+        gated.discard(uid)
+        if gated:
+            return
+        del self._gated[app_id]
+        for held in self._gang_gated.pop(app_id, ()):
+            task = self._pods.pop(held, None)
+            if task is not None:
+                self._port_pods.discard(held)
+                self._index.untrack(held)
+                self._released.append(task.raw)
+
+    def _forget_gang_gated(self, task: Task) -> None:
+        """A GANG_GATED record leaves (the caller holds the lock)."""
+        uid, app_id = task.view.uid, task.view.app_id
+        self._pods.pop(uid, None)
+        self._port_pods.discard(uid)
+        held = self._gang_gated.get(app_id)
+        if held is not None:
+            held.discard(uid)
+            if not held:
+                del self._gang_gated[app_id]
+
+    def take_released(self) -> list[Mapping[str, Any]]:
+        """The GANG_GATED pods handed back since the last call (see the module doc), forgotten
+        already: each is to be added again as a new pod."""
+        with self._lock:
+            released, self._released = self._released, []
+            return released
+
+    def gang_gated(self, app_id: str) -> GangGated | None:
+        """The pods of ``app_id`` held while members of its gang are gated, and the message
+        they show (None: none is held)."""
+        with self._lock:
+            held = self._gang_gated.get(app_id)
+            if not held:
+                return None
+            gated = len(self._gated.get(app_id, ()))
+            return GangGated(tuple(sorted(held)), f"gang {app_id} waits: {gated} of {gated + len(held)} members "
+                                                  f"are gated (it reserves once none is)")
 
     def remove_pod(self, uid: str) -> GoneRecord | None:
         """The pod ended or was deleted: its record is forgotten (None: it was not known)."""
@@ -218,6 +305,10 @@ class TaskCache:
             if task is None:
                 return None
             app_id = task.view.app_id
+            if task.state is TaskState.GATED:
+                self._ungated(app_id, uid)
+            elif task.state is TaskState.GANG_GATED:
+                self._forget_gang_gated(task)
             refused = self._rejected_apps.get(app_id)
             if refused is not None:
                 refused[1].discard(uid)
@@ -311,6 +402,11 @@ class TaskCache:
                 for task in waiting:
                     self._transition(task, TaskEvent.GANG_RUNS)
             return GangChange(runs, tuple(task.view for task in waiting))
+
+    def has_application(self, app_id: str) -> bool:
+        """The application is known to the core (a pod of it is a member)."""
+        with self._lock:
+            return app_id in self._apps
 
     def gang_exists(self, app_id: str) -> bool:
         with self._lock:
