@@ -118,17 +118,25 @@ def wait_until(what: str, check: Callable[[], bool], timeout: float = 5.0) -> No
 
 
 class FakeCore:
-    """The core as PodEvents calls it: applications added and asks, kept."""
+    """The core as PodEvents calls it: applications added (with their gangs) and asks, kept."""
 
     def __init__(self) -> None:
-        self.apps: list[str] = []
-        self.asks: list[str] = []
+        self.added: list[tuple[Any, Any]] = []
+        self.asked: list[Any] = []
+
+    @property
+    def apps(self) -> list[str]:
+        return [view.app_id for view, _ in self.added]
+
+    @property
+    def asks(self) -> list[str]:
+        return [view.uid for view in self.asked]
 
     def add_application(self, view: Any, gang: Any) -> None:
-        self.apps.append(view.app_id)
+        self.added.append((view, gang))
 
     def ask(self, view: Any) -> None:
-        self.asks.append(view.uid)
+        self.asked.append(view)
 
     def remove_application(self, app_id: str) -> None:
         pass
@@ -157,12 +165,16 @@ class FakeWrites:
     """The writes submitted, by name."""
 
     def __init__(self) -> None:
-        self.submitted: list[str] = []
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
         self.create_placeholders = "create_placeholders"
         self.fail_pods = "fail_pods"
 
+    @property
+    def submitted(self) -> list[str]:
+        return [task for task, _ in self.calls]
+
     def submit(self, task: str, *args: Any) -> None:
-        self.submitted.append(task)
+        self.calls.append((task, args))
 
 
 def group_member(name: str, *, gated: bool) -> dict[str, Any]:

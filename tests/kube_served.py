@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -152,13 +152,45 @@ def pod_body(name: str, app: str, queue: str, cpu: str = "1", *, labels: dict[st
 @contextlib.contextmanager
 def small_cluster(workdir: Path, nodes: list[str], namespace: str) -> Iterator[KubeCluster]:
     """A control plane with kwok nodes of 4 cpu and 16 GiB and one namespace."""
-    cluster = start_cluster(workdir)
+    with labelled_cluster(workdir, {node: {} for node in nodes}, namespace, cpu="4", memory="16Gi") as cluster:
+        yield cluster
+
+
+@contextlib.contextmanager
+def labelled_cluster(workdir: Path, nodes: Mapping[str, Mapping[str, str]], namespace: str, *,
+                     cpu: str = "2", memory: str = "8Gi", **start: Any) -> Iterator[KubeCluster]:
+    """A control plane (``start``: :func:`start_cluster`'s options) with kwok nodes of ``cpu``
+    and ``memory``, each with its labels (node name -> labels), and one namespace."""
+    cluster = start_cluster(workdir, **start)
     try:
-        cluster.add_nodes(nodes, cpu="4", memory="16Gi")
+        cluster.add_nodes(list(nodes), labels={node: dict(labels) for node, labels in nodes.items()},
+                          cpu=cpu, memory=memory)
         cluster.ensure_namespace(namespace)
         yield cluster
     finally:
         cluster.stop()
+
+
+def topology_queues(level: str, *, node_sort: str = "", namespace_rule: bool = False) -> str:
+    """The ConfigMap's queues.yaml of the topology tests: one partition whose topology level is
+    ``level``, the queue ``root.train`` (FIFO) given by the pods' ``queue`` label, or by their
+    namespace with ``namespace_rule``; ``node_sort``: the node sort policy."""
+    sort = f"    nodesortpolicy: {{type: {node_sort}}}\n" if node_sort else ""
+    rule = "      - name: tag\n        value: namespace\n        create: false\n" if namespace_rule else ""
+    return f"""\
+partitions:
+  - name: default
+{sort}    topology: {{levels: [{level}]}}
+    placementrules:
+      - name: provided
+        create: false
+{rule}    queues:
+      - name: root
+        submitacl: "*"
+        queues:
+          - name: train
+            properties: {{application.sort.policy: fifo}}
+"""
 
 
 @contextlib.contextmanager

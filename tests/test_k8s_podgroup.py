@@ -13,18 +13,19 @@ from typing import Any
 
 import orjson
 import pytest
+from k8s_shim_fakes import FakeCore, FakeRecorder, FakeWrites
 
 from pyscheduler.si.vocabulary import APP_TAG_TOPOLOGY_REQUIRED
 from pyscheduler_k8s.cache import ShimCache
 from pyscheduler_k8s.cache.podgroups import PodGroupCache
 from pyscheduler_k8s.cache.task_state import TaskState
-from pyscheduler_k8s.gang import GangError, GangSpec, placeholder_ask, placeholder_pods
+from pyscheduler_k8s.gang import GangError, placeholder_ask, placeholder_pods
 from pyscheduler_k8s.kubeapi import KubeApiError
 from pyscheduler_k8s.pod_events import PodEvents
 from pyscheduler_k8s.podgroup import (MAX_APP_ID, PodGroupSpec, application_id, condition_patch, gang_spec,
                                      group_name_of, member_view, podgroup_of, status_path)
 from pyscheduler_k8s.podgroup_writes import PodGroupStatus
-from pyscheduler_k8s.pods import PodView, pod_view
+from pyscheduler_k8s.pods import pod_view
 
 RACK = "example.com/rack"
 
@@ -234,51 +235,9 @@ def test_a_failed_write_is_written_again_and_a_scheduled_group_is_never_written(
 # -- the pod handlers, with a fake core --------------------------------------------------------------------
 
 
-class _Core:
-    def __init__(self) -> None:
-        self.apps: list[tuple[PodView, GangSpec | None]] = []
-        self.asks: list[PodView] = []
-
-    def add_application(self, view: PodView, gang: GangSpec | None) -> None:
-        self.apps.append((view, gang))
-
-    def ask(self, view: PodView) -> None:
-        self.asks.append(view)
-
-    def remove_application(self, app_id: str) -> None:
-        pass
-
-    def release(self, *args: Any) -> None:
-        pass
-
-
-class _Recorder:
-    def __init__(self) -> None:
-        self.pending: dict[str, tuple[str, str]] = {}
-
-    def mark_pending(self, uid: str, message: str, reason: str) -> None:
-        self.pending[uid] = (message, reason)
-
-    def mark_unschedulable(self, uid: str, message: str) -> None:
-        self.pending[uid] = (message, "Unschedulable")
-
-    def forget(self, uid: str) -> None:
-        pass
-
-
-class _Writes:
-    def __init__(self) -> None:
-        self.submitted: list[tuple[str, tuple[Any, ...]]] = []
-        self.create_placeholders = "create_placeholders"
-        self.fail_pods = "fail_pods"
-
-    def submit(self, task: str, *args: Any) -> None:
-        self.submitted.append((task, args))
-
-
-def _handlers(groups: list[dict[str, Any]] | None) -> tuple[PodEvents, ShimCache, _Core, _Recorder, _Writes]:
+def _handlers(groups: list[dict[str, Any]] | None) -> tuple[PodEvents, ShimCache, FakeCore, FakeRecorder, FakeWrites]:
     cache = ShimCache()
-    core, recorder, writes = _Core(), _Recorder(), _Writes()
+    core, recorder, writes = FakeCore(), FakeRecorder(), FakeWrites()
     cache.podgroups.set_groups(groups)
     events = PodEvents(None, cache.tasks, core, recorder, writes, ("pyscheduler",),  # type: ignore[arg-type]
                        groups=cache.podgroups)
@@ -289,11 +248,11 @@ def test_members_of_a_gang_group_make_one_gang_application_with_placeholders() -
     events, cache, core, _, writes = _handlers([_group(key=RACK)])
     for n in range(4):
         events.handle("ADDED", _pod(f"w-{n}", app=f"label-{n}"))
-    assert len(core.apps) == 1
-    view, gang = core.apps[0]
+    assert len(core.added) == 1
+    view, gang = core.added[0]
     assert view.app_id == "podgroup-ml-train" and dict(view.app_tags) == {APP_TAG_TOPOLOGY_REQUIRED: RACK}
     assert gang is not None and gang.groups[0].min_member == 4 and gang.groups[0].name == "train"
-    assert [task for task, _ in writes.submitted] == ["create_placeholders"]
+    assert writes.submitted == ["create_placeholders"]
     assert core.asks == []  # the members wait for their gang
     assert {cache.tasks.pod_state(f"uid-w-{n}") for n in range(4)} == {TaskState.WAITING}
     assert cache.tasks.applications() == {"podgroup-ml-train": {f"uid-w-{n}" for n in range(4)}}
@@ -303,8 +262,8 @@ def test_a_basic_group_is_one_application_without_a_gang() -> None:
     events, cache, core, _, writes = _handlers([_group(gang=None)])
     events.handle("ADDED", _pod("a", app="x"))
     events.handle("ADDED", _pod("b", app="y"))
-    assert [(view.app_id, gang) for view, gang in core.apps] == [("podgroup-ml-train", None)]
-    assert [view.uid for view in core.asks] == ["uid-a", "uid-b"]
+    assert [(view.app_id, gang) for view, gang in core.added] == [("podgroup-ml-train", None)]
+    assert core.asks == ["uid-a", "uid-b"]
     assert writes.submitted == []
 
 
@@ -318,7 +277,7 @@ def test_a_pod_whose_group_is_missing_waits_gated_until_the_group_appears() -> N
     assert cache.tasks.pod_state("uid-a") is TaskState.GATED
     for uid in cache.podgroups.group_event("ADDED", _group(gang=1)):
         events.rehandle(uid)
-    assert [view.app_id for view, _ in core.apps] == ["podgroup-ml-train"]
+    assert core.apps == ["podgroup-ml-train"]
     assert cache.tasks.pod_state("uid-a") is TaskState.WAITING  # a gang of one: its placeholder first
 
 
@@ -334,8 +293,8 @@ def test_a_gated_member_whose_gates_go_while_its_group_is_missing_says_so() -> N
 def test_without_podgroups_followed_a_member_is_an_ordinary_pod() -> None:
     events, cache, core, _, _ = _handlers(None)
     events.handle("ADDED", _pod("a", app="x"))
-    assert [view.app_id for view, _ in core.apps] == ["x"]
-    assert [view.uid for view in core.asks] == ["uid-a"]
+    assert core.apps == ["x"]
+    assert core.asks == ["uid-a"]
 
 
 def test_a_members_application_stays_when_its_label_changes() -> None:

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kube_cluster import KubeCluster, start_cluster
-from kube_served import create_pods, delete_pods, list_pods, pod_body, running, serving
+from kube_cluster import KubeCluster
+from kube_served import create_pods, delete_pods, labelled_cluster, list_pods, pod_body, running, serving, \
+    topology_queues
 from web_helpers import Server
 
 pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
@@ -22,34 +23,14 @@ NAMESPACE = "train"
 RACK = "example.com/rack"
 #: Rack -> its nodes (2 cpu each): r-big has room for 4 one-cpu pairs, r-fit for exactly 2 nodes.
 RACKS = {"r-big": ["big-0", "big-1", "big-2", "big-3"], "r-fit": ["fit-0", "fit-1"]}
-QUEUES = f"""\
-partitions:
-  - name: default
-    nodesortpolicy: {{type: fair}}
-    topology: {{levels: [{RACK}]}}
-    placementrules:
-      - name: provided
-        create: false
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: train
-            properties: {{application.sort.policy: fifo}}
-"""
+QUEUES = topology_queues(RACK, node_sort="fair")
 
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
-    cluster = start_cluster(tmp_path_factory.mktemp("kube-topology"))
-    try:
-        names = [n for nodes in RACKS.values() for n in nodes]
-        labels = {node: {RACK: rack} for rack, nodes in RACKS.items() for node in nodes}
-        cluster.add_nodes(names, labels=labels, cpu="2", memory="8Gi")
-        cluster.ensure_namespace(NAMESPACE)
+    labels = {node: {RACK: rack} for rack, nodes in RACKS.items() for node in nodes}
+    with labelled_cluster(tmp_path_factory.mktemp("kube-topology"), labels, NAMESPACE) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")

@@ -17,8 +17,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from kube_cluster import KubeCluster, start_cluster
-from kube_served import create_pods, delete_pods, list_pods, pod_body, running, serving
+from kube_cluster import KubeCluster
+from kube_served import create_pods, delete_pods, labelled_cluster, list_pods, pod_body, running, serving, \
+    topology_queues
 from web_helpers import Server
 
 pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
@@ -27,33 +28,14 @@ NAMESPACE = "ranks"
 RACK = "example.com/rack"
 RACKS = {"r-small": [f"small-{i}" for i in range(4)], "r-big": [f"big-{i}" for i in range(8)]}
 RANKS = 4
-QUEUES = f"""\
-partitions:
-  - name: default
-    nodesortpolicy: {{type: fair}}
-    topology: {{levels: [{RACK}]}}
-    placementrules:
-      - name: provided
-        create: false
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: train
-            properties: {{application.sort.policy: fifo}}
-"""
+QUEUES = topology_queues(RACK, node_sort="fair")
 
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
-    cluster = start_cluster(tmp_path_factory.mktemp("kube-ranks"))
-    try:
-        labels = {node: {RACK: rack} for rack, nodes in RACKS.items() for node in nodes}
-        cluster.add_nodes(list(labels), labels=labels, cpu="2", memory="8Gi")
-        cluster.ensure_namespace(NAMESPACE)
+    labels = {node: {RACK: rack} for rack, nodes in RACKS.items() for node in nodes}
+    with labelled_cluster(tmp_path_factory.mktemp("kube-ranks"), labels, NAMESPACE) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import Any, Final
 
 import pytest
-from kube_cluster import KubeCluster, start_cluster
-from kube_served import create_pods, delete_pods, list_pods, pod_body, running, serving
+from kube_cluster import KubeCluster
+from kube_served import create_pods, delete_pods, labelled_cluster, list_pods, pod_body, running, serving, \
+    topology_queues
 from web_helpers import Server
 
 pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
@@ -37,33 +38,16 @@ NAMESPACE: Final = "train"
 RACK: Final = "example.com/rack"
 RACKS: Final = {"r-two": ["two-0", "two-1"], "r-three": ["three-0", "three-1", "three-2"]}
 SMALL: Final = ["small-0", "small-1", "small-2"]
-QUEUES: Final = f"""\
-partitions:
-  - name: default
-    topology: {{levels: [{RACK}]}}
-    placementrules:
-      - name: provided
-        create: false
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: train
-            properties: {{application.sort.policy: fifo}}
-"""
+QUEUES: Final = topology_queues(RACK)
 
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
-    cluster = start_cluster(tmp_path_factory.mktemp("kube-workload"), api_flags=WORKLOAD_API_FLAGS)
-    try:
-        labels: dict[str, dict[str, str]] = {node: {"pool": "small"} for node in SMALL}
-        labels.update({node: {RACK: rack} for rack, nodes in RACKS.items() for node in nodes})
-        cluster.add_nodes(list(labels), labels=labels, cpu="2", memory="8Gi")
-        cluster.ensure_namespace(NAMESPACE)
+    labels: dict[str, dict[str, str]] = {node: {"pool": "small"} for node in SMALL}
+    labels.update({node: {RACK: rack} for rack, nodes in RACKS.items() for node in nodes})
+    with labelled_cluster(tmp_path_factory.mktemp("kube-workload"), labels, NAMESPACE,
+                          api_flags=WORKLOAD_API_FLAGS) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")

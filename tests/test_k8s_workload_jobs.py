@@ -32,9 +32,9 @@ from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
 import pytest
-from kube_cluster import WORKLOAD_CONTROLLERS, KubeCluster, start_cluster
+from kube_cluster import WORKLOAD_CONTROLLERS, KubeCluster
 from kube_jobs import API_FLAGS, CONTROLLER_FLAGS, job_body
-from kube_served import list_pods, serving
+from kube_served import labelled_cluster, list_pods, serving, topology_queues
 from web_helpers import Server
 
 from pyscheduler.si.events import EventChangeDetail, EventRecordType
@@ -50,41 +50,20 @@ RACKS: Final = {"r-2": 2, "r-4": 4, "r-8": 8}
 #: The gang that fits in one rack (``r-8``), and the one that fits in none (but in the cluster).
 GANG: Final = 8
 WIDE: Final = 10
-QUEUES: Final = f"""\
-partitions:
-  - name: default
-    topology: {{levels: [{RACK}]}}
-    placementrules:
-      - name: provided
-        create: false
-      - name: tag
-        value: namespace
-        create: false
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: train
-            properties: {{application.sort.policy: fifo}}
-"""
+QUEUES: Final = topology_queues(RACK, namespace_rule=True)
 #: The annotation prefixes of YuniKorn's and pyscheduler's own vocabulary: none on these pods.
 OWN_PREFIXES: Final = ("yunikorn.apache.org/", "pyscheduler.io/")
 
 
 @pytest.fixture(scope="module")
 def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KubeCluster]:
-    cluster = start_cluster(tmp_path_factory.mktemp("kube-workload-jobs"), api_flags=API_FLAGS,
-                            controller_manager=True, controllers=WORKLOAD_CONTROLLERS,
-                            controller_flags=CONTROLLER_FLAGS)
-    try:
-        # Rack r-4's nodes are also pool "wide" (a node selector's target, last test).
-        labels = {f"{rack}-{n}": {RACK: rack, **({"pool": "wide"} if rack == "r-4" else {})}
-                  for rack, size in RACKS.items() for n in range(size)}
-        cluster.add_nodes(list(labels), labels=labels, cpu="2", memory="8Gi")
-        cluster.ensure_namespace(NAMESPACE)
+    # Rack r-4's nodes are also pool "wide" (a node selector's target, last test).
+    labels = {f"{rack}-{n}": {RACK: rack, **({"pool": "wide"} if rack == "r-4" else {})}
+              for rack, size in RACKS.items() for n in range(size)}
+    with labelled_cluster(tmp_path_factory.mktemp("kube-workload-jobs"), labels, NAMESPACE, api_flags=API_FLAGS,
+                          controller_manager=True, controllers=WORKLOAD_CONTROLLERS,
+                          controller_flags=CONTROLLER_FLAGS) as cluster:
         yield cluster
-    finally:
-        cluster.stop()
 
 
 @pytest.fixture(scope="module")
@@ -277,8 +256,9 @@ def test_a_jobset_style_job_naming_its_own_pod_group_runs_whole_in_one_rack(kube
 def test_a_gang_no_rack_holds_spreads_over_racks_without_the_constraint(kube: KubeCluster, server: Server) -> None:
     _create_job(kube, _two_cpu(job_body("spread", WIDE, _gang(WIDE, topology=False))))
     pods = _all_placed(kube, "spread", WIDE)
-    assert len({p["spec"]["nodeName"] for p in pods}) == WIDE
-    assert len({_rack_of(p["spec"]["nodeName"]) for p in pods}) >= 2  # no rack has 10 nodes
+    seen = [(p["metadata"]["name"], p["spec"]["nodeName"], p["status"].get("phase")) for p in pods]
+    assert len({p["spec"]["nodeName"] for p in pods}) == WIDE, seen
+    assert len({_rack_of(p["spec"]["nodeName"]) for p in pods}) >= 2, seen  # no rack has 10 nodes
     (name,) = {p["spec"]["schedulingGroup"]["podGroupName"] for p in pods}
     assert _group_condition(kube, name, "True")["reason"] == "Scheduled"
     _complete(kube, "spread")
