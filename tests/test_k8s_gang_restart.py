@@ -9,6 +9,7 @@ pyscheduler_k8s.gang_recovery."""
 
 from __future__ import annotations
 
+import calendar
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,6 +18,7 @@ from k8s_shim_fakes import FakeApi, FakeCore, FakeProxy, FakeRecorder, FakeWrite
     task_groups, wait_until
 
 from pyscheduler.si import messages as si
+from pyscheduler.si.vocabulary import APP_CREATION_TIME_TAG
 from pyscheduler_k8s.cache import ShimCache
 from pyscheduler_k8s.cache.task_state import CoreAppState, TaskState
 from pyscheduler_k8s.gang import gang_of, placeholder_pods
@@ -51,6 +53,7 @@ def _placeholders(owner: dict[str, Any], *, bound: int, made: int = 4) -> list[d
     pods = placeholder_pods(gang, "app", "root.gangs", owner)[:made]
     for n, pod in enumerate(pods):
         pod["metadata"]["uid"] = f"uid-ph-{n}"
+        pod["metadata"]["creationTimestamp"] = f"2026-11-28T01:0{n}:00Z"  # made one a minute
         pod["status"] = {"phase": "Running" if n < bound else "Pending"}
         if n < bound:
             pod["spec"]["nodeName"] = f"n{n}"
@@ -75,6 +78,8 @@ def test_a_reserving_gang_is_resumed(parts: tuple[KubeShim, FakeProxy, FakeApi])
     assert app.ugi is not None and app.ugi.user == "alice" and app.gang_scheduling_style == "Hard"
     assert app.execution_timeout_milli_seconds == 600_000
     assert app.placeholder_ask is not None and app.placeholder_ask["vcore"] == 12_000
+    # Its placeholder timeout counts from its first placeholder (01:00:00), not from the restart.
+    assert app.tags[APP_CREATION_TIME_TAG] == str(calendar.timegm((2026, 11, 28, 1, 0, 0)))
     recovered = {a.allocation_key: a for a in proxy.allocations()}
     assert set(recovered) == {f"uid-ph-{n}" for n in range(4)}  # the members ask nothing yet
     for n in range(4):
@@ -127,6 +132,8 @@ def test_a_gang_whose_placeholders_are_all_placed_is_recovered_running(
     shim.pods.reconcile(members + _placeholders(members[0], bound=4))
     assert {shim.pod_state(f"uid-m{n}") for n in range(4)} == {"ask"}
     assert api.created == []
+    (app,) = proxy.new_applications()
+    assert APP_CREATION_TIME_TAG not in app.tags  # running: no placeholder timeout to keep
 
 
 def test_what_the_list_tells_of_each_gang() -> None:

@@ -20,6 +20,10 @@ a :class:`GangRecovery`:
   run it): its members ask and replace the placeholders left. Else it is recovered RESERVING:
   its bound placeholders are the core's placeholder allocations again, its pending ones ask,
   its members wait until the core runs the gang.
+- **reserving since** (:attr:`GangRecovery.reserving_since`): when its first placeholder pod was
+  created (seconds since the epoch; 0 without placeholders). A gang resumed RESERVING tells the
+  core as its application's creation time, so its placeholder timeout counts from then, not
+  from the restart (the core's ``placeholder_timeout_ns``).
 - **placeholders to make** (:meth:`GangRecovery.makes_placeholders`): a RESERVING gang with fewer
   placeholder pods than members (the shim stopped while making them) makes them again with the
   owner's names: those that exist answer ``AlreadyExists``, so there is never a second set.
@@ -36,7 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pyscheduler_k8s.gang import TASK_GROUPS_ANNOTATION, GangSpec
-from pyscheduler_k8s.pods import PLACEHOLDER_ANNOTATION
+from pyscheduler_k8s.pods import PLACEHOLDER_ANNOTATION, timestamp_seconds
 
 __all__ = ["GangRecovery", "gang_members", "recoveries"]
 
@@ -50,6 +54,7 @@ class GangRecovery:
     placeholders: int
     bound_placeholders: int
     member_bound: bool
+    reserving_since: int = 0
 
     def running(self, gang: GangSpec) -> bool:
         return self.member_bound or self.bound_placeholders >= gang_members(gang)
@@ -111,6 +116,7 @@ def recoveries(pods: Iterable[Mapping[str, Any]], application_of: Callable[[Mapp
         owner_uid = _owner_uid(placeholders)
         owner = next((pod for pod in members if str(_meta(pod).get("uid", "")) == owner_uid), None)
         founder = owner or next((pod for pod in described if _bound(pod)), None) or (described or placeholders)[0]
+        since = min((timestamp_seconds(_meta(pod).get("creationTimestamp")) for pod in placeholders), default=0)
         found[app_id] = GangRecovery(founder, owner if placeholders else founder, len(placeholders),
-                                     sum(1 for pod in placeholders if _bound(pod)), bool(bound_members))
+                                     sum(1 for pod in placeholders if _bound(pod)), bool(bound_members), since)
     return found

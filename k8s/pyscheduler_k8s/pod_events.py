@@ -38,6 +38,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pyscheduler.si import messages as si
+from pyscheduler.si.vocabulary import APP_CREATION_TIME_TAG
 from pyscheduler_k8s.cache.cluster import DELETED
 from pyscheduler_k8s.cache.podgroups import PodGroupCache
 from pyscheduler_k8s.cache.task_state import RELEASE_ON_END_STATES, GangState, TaskState
@@ -285,6 +286,8 @@ class PodEvents:
         del self._started_gangs[view.app_id]
         if resumed.group is not None and self._groups is not None:
             self._groups.gang_added(view.app_id, resumed.group)
+        if found.reserving_since and not found.running(gang):  # its placeholder timeout runs on
+            view = replace(view, app_tags=(*view.app_tags, (APP_CREATION_TIME_TAG, str(found.reserving_since))))
         self._core.add_application(view, gang)
         if found.owner is not None and found.makes_placeholders(gang):
             self._writes.submit(self._writes.create_placeholders, view.app_id, gang, found.owner)

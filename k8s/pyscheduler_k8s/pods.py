@@ -64,6 +64,7 @@ __all__ = [
     "is_terminal",
     "pod_request",
     "pod_view",
+    "timestamp_seconds",
     "queue_of",
     "resource_name",
     "resources_of",
@@ -218,7 +219,7 @@ def _name(pod: Mapping[str, Any]) -> str:
     return f"{meta.get('namespace', '')}/{meta.get('name', '')}"
 
 
-def _timestamp(text: str | None) -> int:
+def timestamp_seconds(text: str | None) -> int:
     """Seconds since the epoch of an RFC 3339 timestamp (``2026-11-26T01:02:03Z``); now when
     missing or unreadable."""
     if text:
@@ -300,7 +301,7 @@ def pod_view(pod: Mapping[str, Any]) -> PodView:
         scheduler_name=str(spec.get("schedulerName", "")), node_name=str(spec.get("nodeName") or ""),
         phase=str((pod.get("status") or {}).get("phase", "")), app_id=app_id_of(pod), queue=queue_of(pod),
         user=user, groups=groups, priority=priority if isinstance(priority, int) and not isinstance(priority, bool) else 0,
-        created=_timestamp(meta.get("creationTimestamp")), request=request, problem=problem,
+        created=timestamp_seconds(meta.get("creationTimestamp")), request=request, problem=problem,
         deleting=bool(meta.get("deletionTimestamp")), allow_preemption=allow_preemption_of(annotations),
         may_preempt=spec.get("preemptionPolicy") != "Never", priority_class=str(spec.get("priorityClassName") or ""),
         task_group=str(annotations.get(TASK_GROUP_NAME_ANNOTATION, "")),

@@ -18,7 +18,7 @@ from enum import Enum
 from typing import Final
 
 from pyscheduler.common.resources import Resource
-from pyscheduler.si.vocabulary import CREATION_TIME, DOMAIN_YUNIKORN
+from pyscheduler.si.vocabulary import APP_CREATION_TIME_TAG
 
 __all__ = [
     "CANCEL_INCOMPATIBLE",
@@ -40,9 +40,6 @@ CANCEL_INCOMPATIBLE: Final = "cancel placeholder: resource incompatible"
 RELEASE_ALLOCATED_ON_TIMEOUT: Final = "releasing allocated placeholders on placeholder timeout"
 RELEASE_PENDING_ON_TIMEOUT: Final = "releasing pending placeholders on placeholder timeout"
 RESERVATION_TIMEOUT: Final = "ResourceReservationTimeout"
-#: The application tag with the Unix seconds the application was created at (the shim's pod
-#: creation): the placeholder timeout counts from then.
-APP_CREATION_TIME_TAG: Final = DOMAIN_YUNIKORN + CREATION_TIME
 
 
 class GangStyle(str, Enum):

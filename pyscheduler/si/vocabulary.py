@@ -42,6 +42,9 @@ TAG_REQUIRED_NODE: Final = DOMAIN_YUNIKORN + KEY_REQUIRED_NODE
 # Unix seconds at which the ask was created; sets the ask's createTime (else: now). The tag is
 # used bare on allocations; YuniKorn reads DOMAIN_YUNIKORN + CREATION_TIME on application tags.
 CREATION_TIME: Final = "creationTime"
+#: The application tag with the Unix seconds the application was created at: the placeholder
+#: timeout counts from then (a gang an RM resumes after a restart keeps its deadline).
+APP_CREATION_TIME_TAG: Final = DOMAIN_YUNIKORN + CREATION_TIME
 # Marks an allocation of a pod the RM placed without YuniKorn (it occupies node resources but
 # belongs to no application). "static" ones (e.g. K8s static pods) can never be preempted.
 FOREIGN: Final = "foreign"
