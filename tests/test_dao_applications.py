@@ -92,6 +92,8 @@ def test_running_application(rich: Rich) -> None:
         "placeholderData": [{"taskGroupName": "tg1", "count": 1, "minResource": {"memory": 100, "vcore": 100}}],
         "startTime": (T0 + 2_000_000_000) // 1_000_000,
         "resourceHistory": {},
+        # pyscheduler's addition (issue 35): its place in the next cycle's order (r2 pending).
+        "queuePosition": {"inQueue": 1, "inPartition": 1},
     }
 
 

@@ -220,6 +220,8 @@ APPLICATION = obj(
     # A Go struct value: encoded even though its tag says omitempty.
     ("resourceHistory", RESOURCE_HISTORY, NE),
     ("backoffDeadline", STR),
+    # queuePosition: pyscheduler's addition (issue 35), only with pending asks.
+    ("queuePosition", obj("QueuePosition", ("inQueue", INT, NE), ("inPartition", INT, NE))),
 )
 FOREIGN = obj(
     "ForeignAllocationDAOInfo", ("allocationKey", STR, NE), ("allocationTags", STRMAP), ("allocationTime", INT),

@@ -22,6 +22,7 @@ from pyscheduler.dao._common import (
     sorted_map,
     validate_queue_path,
 )
+from pyscheduler.dao.queue_position import Position, position_of, positions_by_app
 from pyscheduler.dao.views import AllocationView, AppView, app_view
 from pyscheduler.dao.errors import (
     ALLOWED_ACTIVE_STATUSES,
@@ -141,8 +142,9 @@ def _placeholder_data(app: AppView) -> list[dict[str, Any]]:
     return out
 
 
-def application_dao(app: AppView) -> dict[str, Any]:
-    """ApplicationDAOInfo."""
+def application_dao(app: AppView, position: Position | None = None) -> dict[str, Any]:
+    """ApplicationDAOInfo; ``position``: its place in the next cycle's order when it has
+    pending asks (pyscheduler's ``queuePosition``, issue 35)."""
     out: dict[str, Any] = {"applicationID": app.app_id}
     # YuniKorn's allocatedResource: the real allocations, placeholders apart.
     put(out, "usedResource", res_map(app.allocated - app.allocated_placeholder, prune=True))
@@ -185,6 +187,10 @@ def application_dao(app: AppView) -> dict[str, Any]:
         if tracked:
             history[key] = tracked
     out["resourceHistory"] = history
+    if position is not None:
+        # pyscheduler's addition (issue 35), absent without pending asks: YuniKorn clients
+        # ignore unknown fields.
+        out["queuePosition"] = {"inQueue": position.in_queue, "inPartition": position.in_partition}
     return out
 
 
@@ -192,7 +198,14 @@ def _daos(partition: Partition, apps: Iterable[Application], pacer: ReadPacer | 
     """ApplicationDAOInfo of ``apps`` by id. The caller listed them under the partition's lock;
     their values are copied under it a chunk at a time and built after."""
     listed = sorted(apps, key=lambda a: a.app_id)
-    return build_chunked(partition.lock, listed, lambda app: app_view(partition, app), application_dao, pacer)
+    # The partition's order once per request, not per application (queue_position), and only
+    # when some listed application has pending asks.
+    with partition.lock:
+        positions = positions_by_app(partition) if any(app.asks for app in listed) else {}
+    if not positions:
+        return build_chunked(partition.lock, listed, lambda app: app_view(partition, app), application_dao, pacer)
+    return build_chunked(partition.lock, listed, lambda app: app_view(partition, app),
+                         lambda view: application_dao(view, positions.get(view.app_id)), pacer)
 
 
 def all_application_daos(partition: Partition, pacer: ReadPacer | None = None) -> list[dict[str, Any]]:
@@ -244,7 +257,8 @@ def queue_application(ctx: ClusterContext, partition: str, queue_name: str, app_
         if app is None:
             raise NotFound(APPLICATION_NOT_FOUND)
         view = app_view(part, app)
-    return application_dao(view)
+        position = position_of(part, app_id)[0] if app.asks else None
+    return application_dao(view, position)
 
 
 def application(ctx: ClusterContext, partition: str, app_id: str) -> dict[str, Any]:

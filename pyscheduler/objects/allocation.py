@@ -51,6 +51,9 @@ class Allocation:
     #: ask preempts at most once); when it last passed the preconditions (ns, 0: never).
     preempted: bool = False
     triggered_preemption: bool = False
+    #: A victim's preemptor and rule (pyscheduler.scheduler.preemption.note): the message of the
+    #: APP REMOVE ALLOC_PREEMPT event that records its end.
+    preemption_note: str = ""
     preempt_check_time_ns: int = 0
     #: When the last "no preemption victim found" event of a required-node ask went out.
     preemption_event_at: float | None = None

@@ -424,7 +424,9 @@ class Application:
             self._placeholder_removed(alloc, detail, check_completion)
         elif check_completion:
             self._check_completion()
-        self._events.allocation_removed(self.app_id, key, alloc.resource, detail)
+        # A victim's end names its preemptor (pyscheduler.scheduler.preemption.note).
+        note = alloc.preemption_note if detail is EventChangeDetail.ALLOC_PREEMPT else ""
+        self._events.allocation_removed(self.app_id, key, alloc.resource, detail, note)
         return alloc
 
     # -- gang scheduling ---------------------------------------------------------------------

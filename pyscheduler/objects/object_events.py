@@ -54,9 +54,11 @@ class AppEvents:
     def allocation_added(self, app_id: str, allocation_key: str, resource: Res) -> None:
         self._add(T.APP, C.ADD, D.APP_ALLOC, app_id, allocation_key, "", resource)
 
-    def allocation_removed(self, app_id: str, allocation_key: str, resource: Res, detail: EventChangeDetail) -> None:
-        """APP REMOVE ALLOC_CANCEL / ALLOC_PREEMPT / ALLOC_TIMEOUT / ALLOC_REPLACED / ALLOC_NODEREMOVED."""
-        self._add(T.APP, C.REMOVE, detail, app_id, allocation_key, "", resource)
+    def allocation_removed(self, app_id: str, allocation_key: str, resource: Res, detail: EventChangeDetail,
+                           message: str = "") -> None:
+        """APP REMOVE ALLOC_CANCEL / ALLOC_PREEMPT / ALLOC_TIMEOUT / ALLOC_REPLACED / ALLOC_NODEREMOVED;
+        ``message``: a preemption victim's note (its preemptor and rule), empty otherwise."""
+        self._add(T.APP, C.REMOVE, detail, app_id, allocation_key, message, resource)
 
     def runnable(self, app_id: str, detail: EventChangeDetail, message: str = "") -> None:
         """APP_CANNOTRUN_QUEUE / APP_RUNNABLE_QUEUE / APP_CANNOTRUN_QUOTA / APP_RUNNABLE_QUOTA

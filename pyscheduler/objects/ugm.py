@@ -360,6 +360,11 @@ class UserGroupManager:
         group = self._group_for(app_id, tuple(groups), queue_path)
         return group is None or self._can_run(group, True, levels, app_id)
 
+    def group_for(self, app_id: str, groups: Sequence[str], queue_path: str) -> str | None:
+        """The group whose limits apply to the application in ``queue_path`` (None: none); a
+        query, linking nothing (the why answer names the group whose limit binds)."""
+        return self._group_for(app_id, tuple(groups), queue_path)
+
     def _group_for(self, app_id: str, groups: tuple[str, ...], queue_path: str) -> str | None:
         """The application's linked group, or the group it would be linked to (queries link
         nothing: an application that never runs leaves no trace)."""

@@ -75,6 +75,7 @@ from pyscheduler.objects.queue import ObjectState, Queue, queue_shape_version
 from pyscheduler.policies.node_ordering import Cursor, NodeOrdering
 from pyscheduler.policies.role_history import Placement, history_key_of, role_of
 from pyscheduler.policies.sorting import app_sorter
+from pyscheduler.scheduler.preemption import note
 from pyscheduler.scheduler.preemption.policies import PREEMPTION_RELEASE, REQUIRED_NODE_PREEMPTION_RELEASE
 from pyscheduler.scheduler.preemption.preemptor import (
     AttemptBudget,
@@ -397,12 +398,16 @@ class SchedulingCycle:
         gave way)."""
         events = partition.events.app
         message = f"Preempted by {ask.allocation_key} from application {app.app_id} in {queue.path}"
+        rule = note.REQUIRED_NODE if plan.release_message == REQUIRED_NODE_PREEMPTION_RELEASE else note.GUARANTEED
         victims = plan.victims
         for victim in victims:
             victim_app = partition.applications.get(victim.application_id)
             if victim_app is not None and victim_app.queue is not None:
                 victim_app.queue.inc_preempting(victim.resource)
             victim.preempted = True
+            victim.preemption_note = note.format_note(note.PreemptionNote(
+                app.app_id, ask.allocation_key, queue.path, rule,
+                victim_app.queue.path if victim_app is not None and victim_app.queue is not None else ""))
             events.request_diagnostic(victim.allocation_key, victim.application_id, message, victim.resource)
         ask.triggered_preemption = True
         release_message = plan.release_message + ask.allocation_key

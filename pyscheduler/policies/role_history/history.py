@@ -124,6 +124,11 @@ class RoleHistory:
         target = self._targets.get(allocation_key)
         return target.node_id if target is not None else None
 
+    def target_since(self, allocation_key: str) -> float | None:
+        """When the ask was sent to its history node (monotonic seconds), None: it was not."""
+        target = self._targets.get(allocation_key)
+        return target.since if target is not None else None
+
     def settings(self, role: str, app_tags: Mapping[str, str], queue_properties: Mapping[str, str]) -> RoleSettings:
         """The role's settings (:func:`role_settings`), read again only when the application's
         tags or the queue's properties are other objects than last time (a queue's properties

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Final
 from pyscheduler.common.resources import Resource, go_string
 from pyscheduler.objects.partition import PREEMPTED_BY_SCHEDULER, Released
 from pyscheduler.config.queue_preemption import quota_preemption_delay_ns
+from pyscheduler.scheduler.preemption.note import QUOTA, PreemptionNote, format_note
 from pyscheduler.scheduler.preemption.ordering import shares_a_type, sort_for_quota
 
 if TYPE_CHECKING:
@@ -198,6 +199,7 @@ def apply(partition: Partition, result: QuotaVictims) -> int:
         by_app: dict[str, list[Allocation]] = {}
         for victim in leaf_victims:
             victim.preempted = True
+            victim.preemption_note = format_note(PreemptionNote("", "", result.queue.path, QUOTA, leaf_path))
             if leaf is not None:
                 leaf.inc_preempting(victim.resource)
             events.app.request_diagnostic(victim.allocation_key, victim.application_id,

@@ -31,7 +31,10 @@ def all_blueprints() -> list[Blueprint]:
         reporters,
         scheduler,
         usage,
+        why,
     )
+    # The web console (HTML pages at /ui/), served beside the API under the same rules.
+    from pyscheduler_web.console import bp as console_bp
 
     return [
         scheduler.bp,
@@ -43,5 +46,7 @@ def all_blueprints() -> list[Blueprint]:
         events.bp,
         reporters.bp,
         debug.bp,
+        why.bp,
+        console_bp,
     ]
 
