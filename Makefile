@@ -29,7 +29,7 @@ LOADTEST_ARGS ?=
 # Options for `pyscheduler serve` (see `pyscheduler serve --help`): make serve SERVE_ARGS="--bind 0.0.0.0:9080"
 SERVE_ARGS ?=
 
-.PHONY: venv build web serve test cargo-test typecheck lint-imports pytest bench wheels clean proto k8s-tools k8s-smoke \
+.PHONY: venv build web serve test cargo-test typecheck lint-imports pytest bench wheels clean proto k8s-tools k8s-smoke chromium \
 	k8s-demo
 
 venv: $(STAMP)
@@ -87,8 +87,18 @@ lint-imports: build web
 
 # The Kubernetes tests need the control plane's binaries: built here once per machine (with
 # their progress), then found in the cache by the tests.
-pytest: build web wheels k8s-tools
+pytest: build web wheels k8s-tools chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The web console's browser tests (tests/web/test_console_browser.py) drive Debian's Chromium
+# through playwright, which never downloads a browser of its own: installed here once per machine
+# (about 15 s with a warm apt cache, a minute or so with apt-get update on a fresh one), a no-op
+# when /usr/bin/chromium is there. The DejaVu fonts make the screenshots the same everywhere.
+chromium:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -f /usr/share/fonts/truetype/dejavu/DejaVuSans.ttf ]; then \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+			chromium fonts-dejavu-core; \
+	fi
 
 test: build wheels cargo-test typecheck lint-imports pytest
 

@@ -35,7 +35,15 @@ from pyscheduler.scheduler.context import external_name
 if TYPE_CHECKING:
     from pyscheduler.scheduler.context import ClusterContext
 
-__all__ = ["role_history"]
+__all__ = ["role_history", "role_history_keys"]
+
+
+def role_history_keys(ctx: ClusterContext, partition_name: str) -> list[str]:
+    """The partition's role history keys, sorted (the web console's list; not a REST route)."""
+    partition = find_partition(ctx, partition_name)
+    with partition.lock:
+        keys = [history.key for history in partition.role_histories]
+    return sorted(keys)
 
 
 def role_history(ctx: ClusterContext, partition_name: str, history_key: str) -> dict[str, Any]:
