@@ -9,9 +9,9 @@ strategic-merge patches of a pod's status.
 Where the cluster is (:meth:`ClusterAccess.discover`): the ``kubeconfig`` given, else the
 ``KUBECONFIG`` environment variable (its first file), else ``~/.kube/config``, else the pod's
 service account (``/var/run/secrets/kubernetes.io/serviceaccount`` with
-``KUBERNETES_SERVICE_HOST``/``PORT``). A kubeconfig's current context gives the server, its CA
-(file or inline data, or ``insecure-skip-tls-verify``) and the user's bearer token (inline or
-``tokenFile``) or client certificate and key (files or inline data).
+``KUBERNETES_SERVICE_HOST``/``PORT``). A kubeconfig's current context (or the one named) gives
+the server, its CA (file or inline data, or ``insecure-skip-tls-verify``) and the user's bearer
+token (inline or ``tokenFile``) or client certificate and key (files or inline data).
 """
 
 from __future__ import annotations
@@ -73,16 +73,17 @@ class ClusterAccess:
     client_cert: tuple[str, str] | None = None
 
     @classmethod
-    def discover(cls, kubeconfig: str | None = None) -> ClusterAccess:
+    def discover(cls, kubeconfig: str | None = None, context: str | None = None) -> ClusterAccess:
+        """``context``: that context of the kubeconfig instead of its current one."""
         if kubeconfig:
-            return cls.from_kubeconfig(kubeconfig)
+            return cls.from_kubeconfig(kubeconfig, context)
         env = os.environ.get("KUBECONFIG", "")
         first = next((p for p in env.split(os.pathsep) if p), "")
         if first:
-            return cls.from_kubeconfig(first)
+            return cls.from_kubeconfig(first, context)
         home = Path.home() / ".kube" / "config"
         if home.exists():
-            return cls.from_kubeconfig(str(home))
+            return cls.from_kubeconfig(str(home), context)
         return cls.in_cluster()
 
     @classmethod
@@ -98,7 +99,7 @@ class ClusterAccess:
         return cls(f"https://{host}:{port}", token_file=str(token), ca_file=str(ca) if ca.exists() else None)
 
     @classmethod
-    def from_kubeconfig(cls, path: str) -> ClusterAccess:
+    def from_kubeconfig(cls, path: str, context_name: str | None = None) -> ClusterAccess:
         try:
             config = yaml.safe_load(Path(path).read_text())
         except (OSError, yaml.YAMLError) as exc:
@@ -114,7 +115,7 @@ class ClusterAccess:
                     return found if isinstance(found, dict) else {}
             raise ValueError(f"kubeconfig {path}: no {kind} named {name!r}")
 
-        context = named("context", str(config.get("current-context", "")))
+        context = named("context", context_name or str(config.get("current-context", "")))
         cluster = named("cluster", str(context.get("cluster", "")))
         user = named("user", str(context.get("user", ""))) if context.get("user") else {}
         server = cluster.get("server")

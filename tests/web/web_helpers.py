@@ -117,13 +117,15 @@ def _server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def launch(tmp: Path, args: list[str], env: dict[str, str] | None = None) -> Server:
-    """Start ``pyscheduler serve ARGS`` on a free port; returns once it answers."""
+def launch(tmp: Path, args: list[str], env: dict[str, str] | None = None, host: str = "127.0.0.1") -> Server:
+    """Start ``pyscheduler serve ARGS`` on a free port of ``host`` (an address of this machine;
+    loopback unless a test needs another, e.g. one an API server will proxy to); returns once it
+    answers."""
     port = free_port()
     log_path = tmp / f"server-{port}.log"
     log = log_path.open("wb")
     process = subprocess.Popen(
-        [sys.executable, "-m", "pyscheduler.cli", "serve", "--bind", f"127.0.0.1:{port}", *args],
+        [sys.executable, "-m", "pyscheduler.cli", "serve", "--bind", f"{host}:{port}", *args],
         stdout=log,
         stderr=subprocess.STDOUT,
         env=_server_env(env),
@@ -131,7 +133,7 @@ def launch(tmp: Path, args: list[str], env: dict[str, str] | None = None) -> Ser
         start_new_session=True,
     )
     log.close()
-    server = Server(f"http://127.0.0.1:{port}", port, process, log_path)
+    server = Server(f"http://{host}:{port}", port, process, log_path)
     deadline = time.monotonic() + STARTUP_TIMEOUT
     while True:
         if process.poll() is not None:
