@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+import pytest
 
-from pyscheduler.common.resources import Resource, transferred
+from pyscheduler.common.resources import Resource, readable, transferred
 
 INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 quantities = st.dictionaries(st.sampled_from(["memory", "vcore", "pods", "nvidia.com/gpu"]),
@@ -61,3 +62,15 @@ def test_fit_checks_against_a_plain_oracle(ask: dict[str, int], limit: dict[str,
     assert resource.fits_in(Resource(limit)) is fits and resource.fits_in(limit) is fits
     assert resource.fits_in_max_undef(Resource(limit)) is fits_max and resource.fits_in_max_undef(limit) is fits_max
     assert resource.fits_in_max_undef(None) is True
+
+
+@pytest.mark.parametrize(("resource", "text"), [
+    ({"vcore": 2500, "memory": 4 << 30, "pods": 1}, "memory 4 GiB, pods 1, vcore 2.5 cores"),
+    ({"vcore": 1000}, "vcore 1 core"),
+    ({"memory": 1536, "ephemeral-storage": 10 << 40}, "ephemeral-storage 10 TiB, memory 1.5 KiB"),
+    ({"memory": 512, "nvidia.com/gpu": 8}, "memory 512 B, nvidia.com/gpu 8"),
+    ({}, "nothing"),
+    (None, "unlimited"),
+])
+def test_a_resource_in_a_persons_units(resource: dict[str, int] | None, text: str) -> None:
+    assert readable(resource) == text

@@ -113,6 +113,33 @@ def go_string(resource: Mapping[str, int] | None) -> str:
     return "map[" + " ".join(f"{k}:{v}" for k, v in sorted(resource.items())) + "]"
 
 
+def readable(resource: Mapping[str, int] | None) -> str:
+    """A resource in a person's units, for answers people read (the "why" of issue 35), never
+    for YuniKorn's messages (:func:`go_string`): ``vcore`` in cores (``2.5 cores``), ``memory``
+    and ``ephemeral-storage`` in binary units (``4 GiB``), anything else as its count; types in
+    name order; ``nothing`` for an empty one, ``unlimited`` for none."""
+    if resource is None:
+        return "unlimited"
+    parts = [f"{name} {_readable_quantity(name, value)}" for name, value in sorted(resource.items())]
+    return ", ".join(parts) if parts else "nothing"
+
+
+_BINARY_UNITS: Final = (("EiB", 1 << 60), ("PiB", 1 << 50), ("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20),
+                        ("KiB", 1 << 10))
+
+
+def _readable_quantity(name: str, value: int) -> str:
+    if name == "vcore":
+        cores = value / 1000
+        return f"{cores:g} core" if cores == 1 else f"{cores:g} cores"
+    if name in ("memory", "ephemeral-storage"):
+        for unit, size in _BINARY_UNITS:
+            if abs(value) >= size:
+                return f"{value / size:.3g} {unit}"
+        return f"{value} B"
+    return str(value)
+
+
 _QUANTITY = re.compile(r"^([0-9]+)(k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei|m)?$")
 _MULTIPLIERS: Final = {
     None: 1,

@@ -40,7 +40,7 @@ import re
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Any
 
-from pyscheduler.common.resources import Resource, go_string
+from pyscheduler.common.resources import Resource, readable
 from pyscheduler.dao._common import find_partition, res_map
 from pyscheduler.dao.errors import APPLICATION_NOT_FOUND, BadRequest, NotFound
 from pyscheduler.dao.queue_position import position_dao, position_of
@@ -343,8 +343,8 @@ class _Answer:
         if not node.schedulable:
             return "the node is unschedulable"
         if not node.fits(ask.resource):
-            return (f"not enough room: it needs {go_string(ask.resource)}, "
-                    f"the node has {go_string(node.available)} available")
+            return (f"not enough room: it needs ({readable(ask.resource)}); "
+                    f"the node has ({readable(node.available)}) available")
         if self.predicates is not None:
             reason = check_predicates(self.predicates, PredicatesArgs(ask.allocation_key, node_id, False))
             if reason:
@@ -412,7 +412,7 @@ class _Answer:
             if grouping.refused_by_predicates:
                 return Stop("PREDICATES", f"the RM refuses it on all {grouping.refused_by_predicates} nodes with room",
                             {}), grouping, None
-            return Stop("NO_NODE_FITS", f"no node has room for {go_string(ask.resource)}", {}), grouping, None
+            return Stop("NO_NODE_FITS", f"no node has room for {readable(ask.resource)}", {}), grouping, None
         return self._order_stop(ask, scope_nodes, ahead_in_app), grouping, None
 
     def _free_room(self, scope_nodes: frozenset[str] | None) -> Resource:
@@ -437,7 +437,7 @@ class _Answer:
         others = position.in_queue - 1
         return Stop("FAIR_SHARE_ORDER",
                     f"{_ordinal(position.in_queue)} of {position.queue_length} applications in {queue.path}, "
-                    f"{others} ahead need {go_string(position.ahead_in_queue)}",
+                    f"{others} ahead need {readable(position.ahead_in_queue)}",
                     {"queue": queue.path, "ahead": others, "aheadNeed": res_map(ahead, prune=True)})
 
 

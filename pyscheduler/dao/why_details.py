@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from pyscheduler.common.resources import Resource, go_string
+from pyscheduler.common.resources import Resource, readable
 from pyscheduler.dao._common import res_map
 from pyscheduler.scheduler.preemption.guaranteed import (
     PREEMPTION_DOES_NOT_HELP,
@@ -53,8 +53,8 @@ def _levels(queue_path: str) -> list[str]:
 def _limit_stop(kind: str, name: str, path: str, maximum: Resource, used: Resource, ask: Allocation) -> Stop:
     room = maximum.room_above(used)
     code = "USER_LIMIT" if kind == "user" else "GROUP_LIMIT"
-    message = (f"the {kind} {name} has no room for it under its limit in queue {path}: {go_string(used)} "
-               f"of {go_string(maximum)} used, the ask needs {go_string(ask.resource)}")
+    message = (f"the {kind} {name} has no room for it under its limit in queue {path}: used ({readable(used)}) "
+               f"of the limit ({readable(maximum)}); the ask needs ({readable(ask.resource)})")
     return Stop(code, message, {"queue": path, kind: name, "limit": res_map(maximum), "used": res_map(used),
                                 "headroom": res_map(room)})
 
@@ -82,7 +82,7 @@ def user_limit(partition: Partition, queue: Queue, app: Application, ask: Alloca
             used = ugm.group_usage(group, path)
             if not ask.resource.fits_in_max_undef(limit.max_resources.room_above(used)):
                 return _limit_stop("group", group, path, limit.max_resources, used, ask)
-    return Stop("USER_LIMIT", f"the user {app.user}'s limits leave {go_string(combined or Resource())}",
+    return Stop("USER_LIMIT", f"the user {app.user}'s limits leave {readable(combined or Resource())}",
                 {"queue": queue.path, "user": app.user, "limit": {}, "used": {}, "headroom": res_map(combined)})
 
 
@@ -95,8 +95,8 @@ def queue_limit(queue: Queue, ask: Allocation) -> Stop:
             room = maximum.room_above(current.allocated)
             if not ask.resource.fits_in_max_undef(room):
                 code = "QUEUE_MAX" if current is queue else "PARENT_MAX"
-                message = (f"queue {current.path} has no room for it under its max: {go_string(current.allocated)} "
-                           f"of {go_string(maximum)} used, the ask needs {go_string(ask.resource)}")
+                message = (f"queue {current.path} has no room for it under its max: used ({readable(current.allocated)})"
+                           f" of the max ({readable(maximum)}); the ask needs ({readable(ask.resource)})")
                 return Stop(code, message, {"queue": current.path, "max": res_map(maximum),
                                             "used": res_map(current.allocated), "headroom": res_map(room)})
         current = current.parent
