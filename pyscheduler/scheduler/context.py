@@ -99,7 +99,7 @@ class ClusterContext:
         self.role_history_store = role_history_store
         #: False: partitions order nodes in pure Python (for comparison benchmarks).
         self.native_node_ordering = native_node_ordering
-        self.event_system = event_system or EventSystem(clock=self.clock)
+        self.event_system = event_system if event_system is not None else EventSystem(clock=self.clock)
         self.events = ObjectEvents(self.event_system.add)
         self.timeouts = timeouts or AppTimeouts()
         self.partitions: dict[str, Partition] = {}

@@ -21,6 +21,10 @@
   ``topology`` section (a 3-level cluster, gangs requiring a rack or a block) and its own RM,
   which plays those gangs with topology placement and without (``--preset topology``).
 
+- :mod:`~pyscheduler.sim.whatif` (with ``whatif_request`` and ``whatif_copy``): what if an
+  application were submitted now? A copy of a live partition played forward on a fresh core
+  (``POST /ws/v1/partition/{p}/whatif``, ``docs/whatif.md``).
+
 ``pyscheduler simulate`` is the command-line front end; ``docs/simulator.md`` documents the
 workload file format.
 """

@@ -31,6 +31,7 @@ def all_blueprints() -> list[Blueprint]:
         reporters,
         scheduler,
         usage,
+        whatif,
         why,
     )
     # The web console (HTML pages at /ui/), served beside the API under the same rules.
@@ -47,6 +48,7 @@ def all_blueprints() -> list[Blueprint]:
         reporters.bp,
         debug.bp,
         why.bp,
+        whatif.bp,
         console_bp,
     ]
 
