@@ -6,11 +6,9 @@ test_preemption.py's: leaf1 holds the parent's max, leaf2's ask below its guaran
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from rm_helpers import D, T, World, res
-from scheduling_helpers import config
+from test_preemption import w  # noqa: F401  (its world, two leaves under a parent: the fixture, shared)
 
 from pyscheduler.dao import BadRequest, NotFound
 from pyscheduler.dao.why import why
@@ -18,36 +16,6 @@ from pyscheduler.dao.why_preempted import why_preempted
 from pyscheduler.scheduler.cycle import SchedulingCycle
 from pyscheduler.scheduler.preemption.note import PreemptionNote, format_note, parse_note
 from pyscheduler.si import messages as si
-
-CONFIG = config("""\
-          - name: parent
-            resources:
-              max: {vcore: 10}
-            queues:
-              - name: leaf1
-                properties: {preemption.delay: 1ms}
-                resources:
-                  guaranteed: {vcore: 5}
-              - name: leaf2
-                properties: {preemption.delay: 1ms}
-                resources:
-                  guaranteed: {vcore: 5}
-""")
-
-
-@pytest.fixture
-def w() -> Iterator[World]:
-    world = World(CONFIG)
-    world.add_node("node-1", memory=100, vcore=10000)
-    world.add_node("node-2", memory=100, vcore=10000)
-    world.add_app("app-1", "root.parent.leaf1")
-    world.add_app("app-2", "root.parent.leaf2")
-    world.ask("alloc-1", "app-1", res(vcore=5000), priority=2)
-    world.ask("alloc-2", "app-1", res(vcore=5000), priority=1)
-    cycle = SchedulingCycle(world.context)
-    assert len(cycle.run()) == 1 and len(cycle.run()) == 1
-    yield world
-    world.close()
 
 
 def test_a_victim_names_its_preemptor_live_then_from_the_event_history(w: World) -> None:
