@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from benchmarks import (
+    answers,
     events_memory,
     events_throughput,
     gang,
@@ -128,6 +129,10 @@ def _run_topology(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return topology.run(quick=args.quick, progress=progress)
 
 
+def _run_answers(args: argparse.Namespace, progress: Progress) -> FamilyReport:
+    return answers.run(quick=args.quick, progress=progress)
+
+
 def _run_rest_polling(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return rest_polling.run(quick=args.quick, pollers=args.pollers or rest_polling.POLLERS, progress=progress)
 
@@ -199,6 +204,12 @@ FAMILIES: dict[str, Family] = {
             "topology",
             "gang placement at 5,000 nodes (100 racks of 50, 10 blocks): gangs requiring one rack vs the same without",
             _run_topology,
+        ),
+        Family(
+            "answers",
+            "why (median, p99) at 5,000 nodes x 100,000 pending asks, what-if of 10 asks, scheduling while 4 "
+            "threads ask why vs none",
+            _run_answers,
         ),
         Family(
             "interpod",

@@ -42,6 +42,23 @@ def test_a_busy_scheduler_gets_the_time_the_builder_yields() -> None:
     assert elapsed >= 0.07
 
 
+def test_an_answer_may_ask_for_a_smaller_share_never_a_larger_one() -> None:
+    """``building(duty)``: the smaller of the pacer's share and the answer's (why answers hold
+    the partition's lock while they build: 5 %)."""
+    def yielded(pacer_duty: float, answer_duty: float) -> float:
+        pacer = ReadPacer(duty=pacer_duty, slice_seconds=0.002)
+        pacer.scheduler_busy = True
+        with pacer.building(answer_duty) as tick:
+            for _ in range(10):
+                _work(0.001)
+                tick()
+        return pacer.yielded_seconds
+
+    # 10 ms of work: at 25 % it sleeps ~30 ms; at 10 %, ~90 ms; asking 50 % of a 25 % pacer, ~30 ms.
+    assert yielded(0.25, 0.10) >= 0.08
+    assert 0.025 <= yielded(0.25, 0.50) < 0.08
+
+
 def test_one_builder_at_a_time() -> None:
     pacer = ReadPacer()
     inside = 0

@@ -48,20 +48,23 @@ class ReadPacer:
         self.yielded_seconds = 0.0
 
     @contextmanager
-    def building(self) -> Iterator[Callable[[], None]]:
+    def building(self, duty: float | None = None) -> Iterator[Callable[[], None]]:
         """Holds the gate while an answer is built; yields ``tick``, to be called after each
-        item (a node, an application): it sleeps when the slice is used up and the loop is busy."""
+        item (a node, an application): it sleeps when the slice is used up and the loop is busy.
+        ``duty``: a smaller share than the pacer's for an answer that holds the partition's lock
+        while it builds (the loop waits for it then, not only for the interpreter)."""
+        share = self.duty if duty is None else min(self.duty, duty)
         with self._gate:
             started = time.perf_counter()
 
             def tick() -> None:
                 nonlocal started
-                if not self.scheduler_busy or self.duty >= 1:
+                if not self.scheduler_busy or share >= 1:
                     return
                 worked = time.perf_counter() - started
                 if worked < self.slice_seconds:
                     return
-                pause = worked * (1 - self.duty) / self.duty
+                pause = worked * (1 - share) / share
                 time.sleep(pause)
                 self.yielded_seconds += pause
                 started = time.perf_counter()
