@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import Final, NamedTuple
 
 from pyscheduler.common.clock import ManualClock
+from pyscheduler.common.errors import SchedulerRuntimeError
 from pyscheduler.common.gc_pause import collector_paused
 from pyscheduler.common.resources import Resource
 from pyscheduler.config.queues import PartitionConfig
@@ -62,7 +63,7 @@ __all__ = ["AllocCopy", "AppCopy", "BudgetExceeded", "NodeCopy", "PartitionCopy"
 WHATIF_RM: str = "whatif"
 
 
-class BudgetExceeded(Exception):
+class BudgetExceeded(SchedulerRuntimeError):
     """The wall-clock budget ran out while the copy was replayed."""
 
 
