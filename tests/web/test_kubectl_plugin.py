@@ -153,9 +153,8 @@ def test_a_wrong_target_is_a_usage_error() -> None:
     assert done.returncode == 2 and "expected POD, pod/NAME, job/NAME or app/ID" in done.stderr
 
 
-@pytest.mark.skipif(KUBECTL is None, reason="kubectl is installed for the Kubernetes tests (make k8s-tools)")
 def test_the_real_kubectl_finds_the_plugin(server: Server, tmp_path: Path) -> None:
-    assert KUBECTL is not None
+    assert KUBECTL is not None, "kubectl must be on PATH (the machine's, as for the Kubernetes tests)"
     # Only the venv's bin and kubectl's own directory: what a user's PATH holds after pip install.
     path = os.pathsep.join([str(PLUGIN.parent), str(Path(KUBECTL).parent)])
     env = {**os.environ, "PATH": path, "HOME": str(tmp_path)}
