@@ -22,6 +22,7 @@ import pytest
 from kube_cluster import KubeCluster
 from kube_served import PodRecorder, create_pods, delete_pods, events_of, list_pods, pod_body, running, serve, \
     small_cluster
+from test_k8s_gang import QUEUES  # the FIFO leaf root.gangs, given by the pods' queue label
 from web_helpers import Server, stop
 
 pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequestWarning")
@@ -29,19 +30,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::urllib3.exceptions.InsecureRequ
 NAMESPACE = "waits"
 NODES = [f"wait-{n}" for n in range(3)]  # of 4 cpu
 SPARE_NODE = "wait-3"
-QUEUES = """\
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: false
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: gangs
-            properties: {application.sort.policy: fifo}
-"""
 
 
 @pytest.fixture(scope="module")
