@@ -57,6 +57,15 @@ def tools_dir() -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
+def helm_binary(tools: Path | None = None) -> Path:
+    """helm (v3, built from its Go module by tools/k8s/build.sh beside the control plane), for
+    the chart's tests (k8s/chart); ``tools``: the build's output directory (default: :func:`tools_dir`)."""
+    helm = (tools if tools is not None else tools_dir()) / "bin" / "helm"
+    if not helm.exists():
+        raise FileNotFoundError(f"{helm} is missing: run tools/k8s/build.sh (make k8s-tools)")
+    return helm
+
+
 #: Ports handed out by :func:`free_port` in this process: control planes started in parallel
 #: threads (tests/kube_hub.py) must never get the same one (the OS may hand a port just closed
 #: to the next bind, and it is only taken when etcd or the API server starts).
