@@ -2,7 +2,8 @@
 #   make serve   the REST service (YuniKorn's /ws/v1 API) on 127.0.0.1:9080 with the demo cluster
 #   make test    venv + pinned deps, release build of the Rust extension, wheels, cargo test,
 #                type checks (mypy strict, stubtest), import layers (import-linter), the
-#                Kubernetes test binaries (built once per machine, see k8s-tools), pytest
+#                Kubernetes test binaries (built once per machine, see k8s-tools), the container
+#                image (make image), pytest
 #   make bench   the benchmarks (docs/benchmarks.md records their figures)
 #   make loadtest  locust against a served demo scheduler on 127.0.0.1, bounded (30 s by default)
 #   make wheels  the pyscheduler, pyscheduler-web and pyscheduler-k8s wheels into dist/
@@ -10,6 +11,8 @@
 #                about 11 min on 2 cores; see shared/spec/kubernetes.md)
 #   make k8s-smoke  a real control plane on loopback: a fake node, a pod bound and Running
 #   make k8s-demo   that control plane with 50 fake nodes and pyscheduler scheduling its pods
+#   make image   the container image localhost/pyscheduler:<version> with podman (docs/image.md; cold
+#                about 2.5 min on 2 cores, warm 10-20 s)
 #   make clean   remove build output and the virtual environment
 
 PYTHON ?= python3
@@ -30,7 +33,7 @@ LOADTEST_ARGS ?=
 SERVE_ARGS ?=
 
 .PHONY: venv build web serve test cargo-test typecheck lint-imports pytest bench wheels clean proto k8s-tools k8s-smoke chromium \
-	k8s-demo
+	k8s-demo image
 
 venv: $(STAMP)
 
@@ -87,7 +90,7 @@ lint-imports: build web
 
 # The Kubernetes tests need the control plane's binaries: built here once per machine (with
 # their progress), then found in the cache by the tests.
-pytest: build web wheels k8s-tools chromium
+pytest: build web wheels k8s-tools chromium image
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The web console's browser tests (tests/web/test_console_browser.py) drive Debian's Chromium
@@ -114,6 +117,11 @@ k8s-tools:
 
 k8s-smoke: venv k8s-tools
 	$(PY) tests/kube_cluster.py
+
+# The container image (Containerfile) with podman, from Debian-made bases and the host's Rust
+# toolchain: no registry needed (tools/image/build.sh; docs/image.md). tests/test_image.py runs it.
+image:
+	tools/image/build.sh
 
 # A control plane with 50 fake nodes and pyscheduler serving it (REST API and the shim); prints
 # how to point kubectl at it. Ctrl-C stops everything.

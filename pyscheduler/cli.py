@@ -31,6 +31,9 @@ Subcommands:
   prints ``valid`` and the checksum (exit 0), or every error on standard error (exit 1);
   a file that cannot be read exits 2.
 - ``pyscheduler version``: print the package and native-module versions.
+- ``pyscheduler healthcheck [--url URL] [--timeout SECONDS]``: ask a served scheduler's
+  ``/ws/v1/scheduler/healthcheck`` (the container image's health command,
+  :mod:`pyscheduler.healthprobe`): exit 0 healthy, 1 not.
 """
 
 from __future__ import annotations
@@ -539,6 +542,12 @@ def _validate_conf(rest: list[str]) -> int:
     return 0
 
 
+def _healthcheck(rest: list[str]) -> int:
+    from pyscheduler.healthprobe import run
+
+    return run(rest)
+
+
 def _read_bytes(path: str) -> bytes:
     with open(path, "rb") as handle:
         return handle.read()
@@ -546,6 +555,7 @@ def _read_bytes(path: str) -> bytes:
 
 _COMMANDS = {
     "bench": (_bench, "where the benchmarks are (make bench in a source checkout)"),
+    "healthcheck": (_healthcheck, "ask a served scheduler's health check: exit 0 healthy, 1 not (the image's)"),
     "reporter-agent": (_reporter_agent, "the node reporter manager on one node, writing its CustomNodeResource"),
     "serve": (_serve, "serve the REST API (YuniKorn's /ws/v1) with gunicorn; --demo for a busy demo cluster"),
     "simulate": (_simulate, "play a workload against the core with a simulated RM and print a summary"),

@@ -10,7 +10,7 @@
   the chart's schedulerName; a second one stands by and is healthy (the readiness probe);
   ``helm upgrade`` with other queues reloads the running scheduler; ``helm uninstall`` removes
   what the release made. A typo in values fails the install before anything is made.
-- Where ``make image`` has built the image (else skipped): the image run by podman as the
+- The image ``make image`` built (``make test`` builds it first; missing, the test fails): the image run by podman as the
   installed Deployment runs it (its command, environment, user, read-only root with /tmp
   writable, no capabilities) with the release's service account mounted where a pod has it
   (the shim's in-cluster discovery), binding a pod.
@@ -251,8 +251,7 @@ def test_the_image_runs_as_the_chart_says(kube: KubeCluster, helm_path: Path, tm
     own, its pod run by podman as the kubelet would (:func:`_podman_run_args`), credentials from
     the service account's files only: it leads and binds a pod of the chart's schedulerName."""
     chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    if not _image_built(chart["appVersion"]):
-        pytest.skip(f"no image {IMAGE}:{chart['appVersion']} (make image builds it)")
+    assert _image_built(chart["appVersion"]), f"no image {IMAGE}:{chart['appVersion']}: run make image"
     namespace = release = "pyscheduler-image"
     queues = tmp_path / "queues.yaml"
     queues.write_text(QUEUES)
