@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Final, Protocol
 
 from pyscheduler.service.rm import Route
+from pyscheduler_k8s.api_metrics import ApiMeasured
 
 __all__ = ["CLUSTERS_ENV", "ClusterMember", "NamedCluster", "SeveralClusters", "format_clusters", "parse_cluster",
            "parse_clusters"]
@@ -91,7 +92,7 @@ class ClusterMember(Protocol):
     def status(self) -> Mapping[str, object]: ...
 
 
-class SeveralClusters:
+class SeveralClusters(ApiMeasured):
     """The clusters attached to one service (see the module doc); stopped together."""
 
     def __init__(self, members: Mapping[str, ClusterMember]) -> None:

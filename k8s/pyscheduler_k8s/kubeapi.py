@@ -34,6 +34,8 @@ import orjson
 import urllib3
 import yaml
 
+from pyscheduler_k8s.api_metrics import KubeApiMetrics
+
 __all__ = ["ClusterAccess", "KubeApi", "KubeApiError", "WatchExpired"]
 
 SERVICE_ACCOUNT_DIR: Final = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -186,8 +188,10 @@ class KubeApi:
     (refused, reset, timed out, a certificate not trusted) are :class:`KubeApiError` with status
     0, like any other failed call."""
 
-    def __init__(self, access: ClusterAccess) -> None:
+    def __init__(self, access: ClusterAccess, metrics: KubeApiMetrics | None = None) -> None:
         self.access = access
+        #: Where its requests are counted (:mod:`.api_metrics`; shared by one attach's clients).
+        self.metrics = metrics if metrics is not None else KubeApiMetrics()
         self._tls = tls_context(access)
         self._token = _BearerToken(access.token, access.token_file)
         cert_reqs = "CERT_NONE" if self._tls.verify_mode == ssl.CERT_NONE else "CERT_REQUIRED"
@@ -230,9 +234,14 @@ class KubeApi:
                 content_type: str = "application/json", timeout: float = REQUEST_TIMEOUT) -> Any:
         """The decoded answer of a call; :class:`KubeApiError` on anything but success."""
         data = orjson.dumps(body) if body is not None else None
-        answer = self._send(method, path, params=params, body=data,
-                            headers=self._headers(content_type if data is not None else None),
-                            timeout=urllib3.Timeout(connect=REQUEST_TIMEOUT, read=timeout))
+        try:
+            answer = self._send(method, path, params=params, body=data,
+                                headers=self._headers(content_type if data is not None else None),
+                                timeout=urllib3.Timeout(connect=REQUEST_TIMEOUT, read=timeout))
+        except KubeApiError:
+            self.metrics.request(method, path, 0)
+            raise
+        self.metrics.request(method, path, answer.status)
         if answer.status >= 300:
             raise _error(answer.status, answer.data)
         return orjson.loads(answer.data) if answer.data else None
@@ -256,8 +265,13 @@ class KubeApi:
         version is too old."""
         params = {"watch": "1", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
                   "timeoutSeconds": str(timeout_seconds)}
-        answer = self._send("GET", path, params=params, headers=self._headers(), stream=True,
-                            timeout=urllib3.Timeout(connect=REQUEST_TIMEOUT, read=timeout_seconds + REQUEST_TIMEOUT))
+        try:
+            answer = self._send("GET", path, params=params, headers=self._headers(), stream=True,
+                                timeout=urllib3.Timeout(connect=REQUEST_TIMEOUT, read=timeout_seconds + REQUEST_TIMEOUT))
+        except KubeApiError:
+            self.metrics.request("GET", path, 0, watch=True)
+            raise
+        self.metrics.request("GET", path, answer.status, watch=True)
         key = id(answer)
         try:
             if answer.status >= 300:
@@ -282,6 +296,7 @@ class KubeApi:
                         kind, obj = str(event.get("type", "")), event.get("object") or {}
                         if kind == "ERROR":
                             code = int(obj.get("code", 500))
+                            self.metrics.watch_ended_with(path, code)
                             raise (WatchExpired if code == 410 else KubeApiError)(
                                 code, str(obj.get("reason", "")), str(obj.get("message", "")))
                         yield kind, obj
@@ -310,9 +325,14 @@ class KubeApi:
                 pass
 
     def bind(self, namespace: str, name: str, node: str) -> None:
-        self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", {
-            "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
-            "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+        started, bound = time.perf_counter(), False
+        try:
+            self.request("POST", f"/api/v1/namespaces/{namespace}/pods/{name}/binding", {
+                "apiVersion": "v1", "kind": "Binding", "metadata": {"name": name, "namespace": namespace},
+                "target": {"apiVersion": "v1", "kind": "Node", "name": node}})
+            bound = True
+        finally:
+            self.metrics.binding(bound, (time.perf_counter() - started) * 1000.0)
 
     def patch_pod_status(self, namespace: str, name: str, patch: Mapping[str, Any]) -> None:
         self.request("PATCH", f"/api/v1/namespaces/{namespace}/pods/{name}/status", patch,

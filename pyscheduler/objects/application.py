@@ -30,6 +30,7 @@ from pyscheduler.objects.locking import CHECK_LOCKS, check_held
 from pyscheduler.objects.object_events import AppEvents
 from pyscheduler.objects.placeholders import (
     RESERVATION_TIMEOUT,
+    GangCounts,
     GangStyle,
     PlaceholderData,
     placeholder_timeout_ns,
@@ -124,6 +125,8 @@ class Application:
         #: fires (monotonic seconds; set at the first placeholder allocation while Accepted).
         self.placeholder_timeout_ns = placeholder_timeout_ns(execution_timeout_ms, tags, clock.now_ns())
         self.placeholder_data: dict[str, PlaceholderData] = {}
+        #: The partition's placeholder counters (set when the partition adds the application).
+        self.gang_counts: GangCounts | None = None
         self.allocated_placeholder = NO_RESOURCE
         self._placeholder_deadline: float | None = None
         #: Told whenever the application may have become ready for placeholder replacement or
@@ -327,6 +330,8 @@ class Application:
             data = self.placeholder_data.get(ask.task_group_name)
             if data is not None:
                 data.timed_out += 1
+            if self.gang_counts is not None:
+                self.gang_counts.timed_out += 1
         after = self._fifo_keys()
         self.queue.dec_pending(ask.resource)
         self._report_to_queue(before, after)
@@ -437,6 +442,8 @@ class Application:
         if data is None:
             data = self.placeholder_data[ask.task_group_name] = PlaceholderData(ask.task_group_name, ask.resource)
         data.count += 1
+        if self.gang_counts is not None:
+            self.gang_counts.asked += 1
 
     def _placeholder_allocated(self, alloc: Allocation) -> None:
         """A placeholder placed: the first one starts the placeholder timer (and makes an
@@ -444,6 +451,8 @@ class Application:
         runs the application. Placeholders never run it before that."""
         first = self.allocated_placeholder.is_zero()
         self.allocated_placeholder = self.allocated_placeholder + alloc.resource
+        if self.gang_counts is not None:
+            self.gang_counts.allocated += 1
         if first and self.on_replacement_readiness is not None:
             self.on_replacement_readiness(self)
         if first and self.state is AppState.ACCEPTED:
@@ -466,6 +475,11 @@ class Application:
                 data.replaced += 1
             else:
                 data.timed_out += 1
+        if self.gang_counts is not None:
+            if detail is EventChangeDetail.ALLOC_REPLACED:
+                self.gang_counts.replaced += 1
+            else:
+                self.gang_counts.timed_out += 1
         self.allocated_placeholder = _pruned(self.allocated_placeholder - alloc.resource)
         if not self.allocated_placeholder.is_zero():
             return

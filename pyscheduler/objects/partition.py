@@ -288,6 +288,7 @@ class Partition(PartitionGangs):
         with self.lock:
             app.graph_lock = self.lock
             app.on_timer = self._timer_set
+            app.gang_counts = self.gang_counts
             try:
                 if self.state is not ObjectState.ACTIVE:
                     raise PlacementRejected(f"partition {self.name} is {self.state.value.lower()}: no new applications")

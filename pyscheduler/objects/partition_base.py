@@ -26,6 +26,7 @@ from pyscheduler.objects.topology import TopologyIndex
 from pyscheduler.objects.node import Node
 from pyscheduler.objects.object_events import ObjectEvents
 from pyscheduler.objects.partition_outbox import Outbox
+from pyscheduler.objects.placeholders import GangCounts
 from pyscheduler.objects.queue import ObjectState, Queue, QueueSettings
 from pyscheduler.objects.reservation import Reservations
 from pyscheduler.objects.ugm import UserGroupManager
@@ -100,6 +101,9 @@ class PartitionBase:
         self.preemptions = 0
         self.preemption_victims = 0
         self.preemption_latency = LatencyHistogram()
+        #: Placeholders asked, allocated, replaced and timed out (gang metrics), counted by the
+        #: applications this partition added.
+        self.gang_counts = GangCounts()
         self.allocation_count = 0
         #: Foreign allocations: key -> (node id, resource) counted as occupied on the node.
         self.foreign: dict[str, tuple[str, Resource]] = {}

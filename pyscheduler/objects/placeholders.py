@@ -23,6 +23,7 @@ from pyscheduler.si.vocabulary import APP_CREATION_TIME_TAG
 __all__ = [
     "CANCEL_INCOMPATIBLE",
     "DEFAULT_PLACEHOLDER_TIMEOUT_NS",
+    "GangCounts",
     "GangStyle",
     "PlaceholderData",
     "RELEASE_ALLOCATED_ON_TIMEOUT",
@@ -71,6 +72,20 @@ class PlaceholderData:
     def replaceable(self) -> bool:
         """Whether a real member of this group still waits for a placeholder."""
         return self.count > self.replaced + self.timed_out
+
+
+@dataclass
+class GangCounts:
+    """A partition's placeholders since it was made (the metrics read them): asked for (one
+    per placeholder ask, recovered placeholders included), allocated, replaced by a real member,
+    and timed out (ended any other way, placed or not, as :class:`PlaceholderData` counts
+    ``timed_out``). Its applications count under the partition's lock; completed applications
+    leaving the partition take nothing away."""
+
+    asked: int = 0
+    allocated: int = 0
+    replaced: int = 0
+    timed_out: int = 0
 
 
 def placeholder_timeout_ns(execution_timeout_ms: int, tags: Mapping[str, str], now_ns: int) -> int:

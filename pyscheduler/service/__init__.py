@@ -5,12 +5,13 @@
   proxy, the scheduling loop and the background services, starts and stops them, and
   attaches RMs.
 - :mod:`.rm`: what the service asks of an attached RM (:class:`AttachedRM`, :class:`RoutedRM`,
-  :class:`Route`); it imports no part of the core, so RM packages may import it at run time.
+  :class:`Route`, :class:`MeasuredRM`, :class:`RMMetric`); it imports no part of the core, so RM
+  packages may import it at run time.
 
 Embedding an RM (``pyscheduler serve --rm mypackage.shim:attach``, or
 ``service.attach(attach)`` in a program of one's own)::
 
-    from pyscheduler.service import Route, SchedulerService
+    from pyscheduler.service import RMMetric, Route, SchedulerService
     from pyscheduler.si import messages as si
 
     class MyShim:                     # the RM callback (see docs/scheduler.md)
@@ -22,6 +23,8 @@ Embedding an RM (``pyscheduler serve --rm mypackage.shim:attach``, or
         def stop(self): ...           # called when the service stops
         def routes(self):             # optional: GET endpoints answering JSON
             return [Route("/ws/v1/my-rm/status", "status", lambda: {"ok": True})]
+        def metrics(self):            # optional: Prometheus metrics, asked at each scrape
+            return [RMMetric("my_rm_pods", "gauge", "Pods seen.", values=(((), 3.0),))]
 
     def attach(service: SchedulerService) -> MyShim:
         shim = MyShim()
@@ -35,6 +38,7 @@ Embedding an RM (``pyscheduler serve --rm mypackage.shim:attach``, or
 
 from pyscheduler.service.entrypoint import Attachment, SchedulerService, load_attach
 from pyscheduler.service.options import CoreOptions
-from pyscheduler.service.rm import Attach, AttachedRM, Route, RoutedRM
+from pyscheduler.service.rm import Attach, AttachedRM, MeasuredRM, RMMetric, Route, RoutedRM
 
-__all__ = ["Attach", "AttachedRM", "Attachment", "CoreOptions", "Route", "RoutedRM", "SchedulerService", "load_attach"]
+__all__ = ["Attach", "AttachedRM", "Attachment", "CoreOptions", "MeasuredRM", "RMMetric", "Route", "RoutedRM",
+           "SchedulerService", "load_attach"]

@@ -36,7 +36,7 @@ class _Streams:
 
 
 def _app(state: str) -> SimpleNamespace:
-    return SimpleNamespace(state=SimpleNamespace(value=state))
+    return SimpleNamespace(state=SimpleNamespace(value=state), placeholder_data={})
 
 
 def _partition(attempts: int, latency_ms: list[float], rm_id: str = "rm-1", name: str = "default") -> SimpleNamespace:
@@ -47,7 +47,10 @@ def _partition(attempts: int, latency_ms: list[float], rm_id: str = "rm-1", name
         name=f"[{rm_id}]{name}", rm_id=rm_id, lock=threading.Lock(), nodes={"n1": None, "n2": None},
         applications={"a": _app("Running"), "b": _app("Running")}, completed_applications={"c": _app("Completed")},
         rejected_applications={}, total={"memory": 100 * attempts, "vcore": 10},
-        root=SimpleNamespace(allocated={"memory": attempts}),
+        root=SimpleNamespace(path="root", name="root", children={}, applications={"a": _app("Running")},
+                             guaranteed=None, max_resource={"memory": 1000}, allocated={"memory": attempts},
+                             pending={}, preempting={}),
+        gang_counts=SimpleNamespace(asked=4, allocated=3, replaced=2, timed_out=1),
         role_histories=SimpleNamespace(history_placements=attempts, other_placements=2, escalations=1),
         preemption_attempts=attempts, preemptions=attempts - 1, preemption_victims=2 * attempts,
         preemption_latency=histogram,
@@ -115,6 +118,11 @@ def test_every_subsystem_contributes_its_metrics_with_their_values() -> None:
         assert samples[("pyscheduler_partition_applications", (*labels, ("state", "Completed")))] == 1
         assert samples[("pyscheduler_partition_capacity", (*labels, ("resource", "memory")))] == 100 * attempts
         assert samples[("pyscheduler_partition_allocated", (*labels, ("resource", "memory")))] == attempts
+        queue = (*labels, ("queue", "root"))
+        assert samples[("yunikorn_queue_resource", (*queue, ("resource", "memory"), ("state", "allocated")))] == attempts
+        assert samples[("yunikorn_queue_resource", (*queue, ("resource", "memory"), ("state", "max")))] == 1000
+        assert samples[("yunikorn_queue_app", (*queue, ("state", "running")))] == 1
+        assert samples[("pyscheduler_gang_placeholders_replaced_total", labels)] == 2
 
 
 def test_the_cycle_latency_histogram_observes_the_wrapped_cycle() -> None:

@@ -30,6 +30,8 @@ from pyscheduler_web.blueprints import all_blueprints
 from pyscheduler_web.errors import HttpRouterFallback, install_error_handlers
 from pyscheduler_web.http import MAX_BODY_BYTES, compress_response
 from pyscheduler_web.metrics import Metrics
+from pyscheduler_web.metrics.rest import instrument_requests
+from pyscheduler_web.metrics.rm import register_rm_metrics
 from pyscheduler_web.rm_routes import mount_rm_routes
 from pyscheduler_web.service import ServeOptions, build_service
 from pyscheduler_web.streams import StreamRegistry
@@ -86,6 +88,7 @@ def create_app(options: ServeOptions | None = None, *, service: SchedulerService
     streams = StreamRegistry(lambda: service.event_system.settings)
     state = WebState(service, streams, Metrics(service, streams), router)
     app.extensions["pyscheduler"] = state
+    instrument_requests(app, state.metrics)
 
     @app.after_request
     def finish_response(response: Response) -> Response:
@@ -99,6 +102,7 @@ def create_app(options: ServeOptions | None = None, *, service: SchedulerService
         atexit.register(service.stop)
         try:
             mount_rm_routes(app, service)
+            register_rm_metrics(state.metrics, service.attachments)
         except BaseException:
             service.stop()
             raise

@@ -17,6 +17,7 @@ from pyscheduler.si.api import SchedulerAPI
 from pyscheduler_k8s.hub.config import CLUSTERS_FILE_ENV, HubConfig, MemberConfig, hub_config_from_environment, \
     load_hub_config, parse_hub_config
 from pyscheduler_k8s.hub.shim import HubShim
+from pyscheduler_k8s.api_metrics import ApiMeasured, KubeApiMetrics
 from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi
 from pyscheduler_k8s.replica import Replica
 from pyscheduler_k8s.shim import ShimOptions
@@ -29,12 +30,13 @@ __all__ = ["CLUSTERS_FILE_ENV", "HubConfig", "HubRM", "HubShim", "MemberConfig",
 MEMBERS_RULE = "/ws/v1/k8s/members"
 
 
-def hub_shim_factory(proxy: SchedulerAPI, config_text: str, options: ShimOptions,
-                     settings: HubConfig) -> tuple[KubeApi, Callable[[], HubShim]]:
+def hub_shim_factory(proxy: SchedulerAPI, config_text: str, options: ShimOptions, settings: HubConfig,
+                     metrics: KubeApiMetrics | None = None) -> tuple[KubeApi, Callable[[], HubShim]]:
     """The hub's API and a maker of fresh hub shims (one per term led: a new leader lists the
-    hub and every member again)."""
-    hub_api = KubeApi(ClusterAccess.from_kubeconfig(settings.hub.kubeconfig))
-    member_apis = {m.name: KubeApi(ClusterAccess.from_kubeconfig(m.cluster.kubeconfig)) for m in settings.members}
+    hub and every member again); ``metrics``: where every API client counts its requests."""
+    hub_api = KubeApi(ClusterAccess.from_kubeconfig(settings.hub.kubeconfig), metrics)
+    member_apis = {m.name: KubeApi(ClusterAccess.from_kubeconfig(m.cluster.kubeconfig), metrics)
+                   for m in settings.members}
 
     def make_shim() -> HubShim:
         return HubShim(proxy, hub_api, config_text, options, settings, member_apis)
@@ -42,7 +44,7 @@ def hub_shim_factory(proxy: SchedulerAPI, config_text: str, options: ShimOptions
     return hub_api, make_shim
 
 
-class HubRM:
+class HubRM(ApiMeasured):
     """What ``attach`` returns for a hub: the hub's replica (or sole shim) plus the members' status."""
 
     def __init__(self, runner: Replica | SoleShim) -> None:

@@ -10,7 +10,13 @@ several apps in one process, as in tests, do not collide) holding, in exposition
   (:mod:`.role_history`), the node reporter manager (:mod:`.reporter`), preemption
   (:mod:`.preemption`), the scheduling loop (:mod:`.scheduler`) and its cycle-latency
   histogram, and each partition's size (:mod:`.partitions`, labelled ``cluster`` and
-  ``partition``: several RMs may each have a ``default``). Every collector reads its counters when Prometheus scrapes.
+  ``partition``: several RMs may each have a ``default``), each queue's resources and
+  applications (:mod:`.queues`, YuniKorn's ``yunikorn_queue_*``) and gang scheduling
+  (:mod:`.gangs`). Every collector reads its counters when Prometheus scrapes.
+
+The app factory adds two more once the app exists: the REST requests (:mod:`.rest`, hooked on
+the Flask app) and the metrics the attached RMs declare (:mod:`.rm`, the Kubernetes shim's).
+docs/metrics.md lists every metric.
 
 An app or an attached RM adds metrics of its own with ``Metrics(service, streams,
 sources=(*SOURCES, mine))`` or :meth:`Metrics.register`.
@@ -30,8 +36,10 @@ from prometheus_client.registry import Collector
 
 from pyscheduler_web.metrics.event_streams import EventStreamMetrics
 from pyscheduler_web.metrics.events import EventMetrics
+from pyscheduler_web.metrics.gangs import GangMetrics
 from pyscheduler_web.metrics.partitions import PartitionMetrics
 from pyscheduler_web.metrics.preemption import PreemptionMetrics
+from pyscheduler_web.metrics.queues import QueueMetrics
 from pyscheduler_web.metrics.reporter import ReporterMetrics
 from pyscheduler_web.metrics.role_history import RoleHistoryMetrics
 from pyscheduler_web.metrics.scheduler import CYCLE_LATENCY_BUCKETS_MS, SchedulerMetrics, cycle_latency, instrument_cycle
@@ -61,6 +69,8 @@ SOURCES: Final[tuple[MetricsSource, ...]] = (
     SchedulerMetrics,
     cycle_latency,
     PartitionMetrics,
+    QueueMetrics,
+    GangMetrics,
 )
 
 
