@@ -11,94 +11,16 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
-from kube_cluster import KubeCluster, start_cluster
-from kube_served import list_pods, pod_body
-from web_helpers import Server, launch
+from kube_cluster import KubeCluster
+from kube_served import Server, launch  # (tests/web's helpers, on the path kube_served sets)
 
 ROOT = Path(__file__).resolve().parent.parent
-CHART = ROOT / "k8s" / "chart"
-DEPLOY = ROOT / "k8s" / "deploy"
-RELEASE = "pyscheduler"
-RELEASE_NAMESPACE = "pyscheduler-system"
-PODS_NAMESPACE = "team"
-SCHEDULER_NAME = "helm-scheduler"
 #: Every helm and kubectl command of a test ends within this (seconds).
 COMMAND_TIMEOUT = 120.0
-#: Every optional part of the chart on (lint and the server-side dry run).
-OPTIONS_ON = [
-    "--set", "reporterAgent.enabled=true",
-    "--set", "metrics.serviceMonitor.enabled=true",
-    "--set", "metrics.podMonitor.enabled=true",
-    "--set", "grafanaDashboard.enabled=true",
-    "--set", "configMap.settings.service\\.schedulingInterval=1s",
-    "--set", "extraArgs[0]=--health-interval=60",
-    "--set", "extraArgs[1]=--role-history-dir=/var/lib/pyscheduler/history",
-    "--set-json", 'extraVolumes=[{"name": "history", "emptyDir": {}}]',
-    "--set-json", 'extraVolumeMounts=[{"name": "history", "mountPath": "/var/lib/pyscheduler/history"}]',
-    "--set-json", 'extraEnv=[{"name": "GUNICORN_CMD_ARGS", "value": "--graceful-timeout 20"}]',
-    "--set", "nodeSelector.kubernetes\\.io/os=linux",
-    "--set", "tolerations[0].key=dedicated,tolerations[0].operator=Equal,tolerations[0].value=scheduler",
-    "--set", "tolerations[0].effect=NoSchedule",
-    "--set", "podSecurityContext.fsGroup=10001",
-    "--set", "priorityClassName=system-cluster-critical",
-]
-QUEUES = """\
-partitions:
-  - name: default
-    placementrules:
-      - name: provided
-        create: false
-    queues:
-      - name: root
-        submitacl: "*"
-        queues:
-          - name: alpha
-"""
-UPGRADED_QUEUES = QUEUES + "          - name: beta\n"
-
-
-def documents(text: str) -> list[dict[str, Any]]:
-    """The objects of a multi-document YAML text (helm's output), empty documents left out."""
-    return [doc for doc in yaml.safe_load_all(text) if doc]
-
-
-def manifest(path: Path) -> list[dict[str, Any]]:
-    return documents(path.read_text())
-
-
-@contextmanager
-def helm_cluster(workdir: Path) -> Iterator[KubeCluster]:
-    """A test cluster with two kwok nodes (4 cpu, 8Gi) and the pods' namespace."""
-    cluster = start_cluster(workdir)
-    try:
-        cluster.add_nodes(["kwok-0", "kwok-1"], cpu="4", memory="8Gi")
-        cluster.ensure_namespace(PODS_NAMESPACE)
-        yield cluster
-    finally:
-        cluster.stop()
-
-
-def pods_bound(kube: KubeCluster, names: list[str], namespace: str = PODS_NAMESPACE) -> dict[str, str]:
-    """pod name -> node, once each of ``names`` is bound and Running; else empty."""
-    pods = {p["metadata"]["name"]: p for p in list_pods(kube, namespace)}
-    if all(name in pods and pods[name]["spec"].get("nodeName") and pods[name]["status"].get("phase") == "Running"
-           for name in names):
-        return {name: pods[name]["spec"]["nodeName"] for name in names}
-    return {}
-
-
-def create_pod(kube: KubeCluster, name: str, queue: str, scheduler: str = SCHEDULER_NAME,
-               namespace: str = PODS_NAMESPACE) -> None:
-    body = pod_body(name, f"app-{name}", queue, "100m")
-    body["spec"]["schedulerName"] = scheduler
-    answer = kube.request("POST", f"/api/v1/namespaces/{namespace}/pods", body, timeout=30)
-    assert answer.status_code == 201, answer.text
 
 
 class Helm:
@@ -119,13 +41,10 @@ class Helm:
             assert done.returncode == 0, f"helm {' '.join(args)}:\n{done.stdout}\n{done.stderr}"
         return done
 
-    def template(self, *args: str) -> list[dict[str, Any]]:
-        """The chart rendered (release :data:`RELEASE` in :data:`RELEASE_NAMESPACE`), as objects."""
-        return documents(self.run("template", RELEASE, str(CHART), "--namespace", RELEASE_NAMESPACE, *args).stdout)
-
     def manifest(self, release: str, namespace: str) -> list[dict[str, Any]]:
         """The objects an installed release made (``helm get manifest``)."""
-        return documents(self.run("get", "manifest", release, "--namespace", namespace).stdout)
+        out = self.run("get", "manifest", release, "--namespace", namespace).stdout
+        return [doc for doc in yaml.safe_load_all(out) if doc]
 
 
 def kubectl(kube: KubeCluster, *args: str, stdin: str | None = None) -> str:

@@ -1,5 +1,6 @@
 """The shim's thread shapes (pyscheduler_k8s.threads), on BackgroundThread: a queue pool handles
-every item once, survives a failing one and stops promptly; delayed calls run after their delay
+every item once, survives a failing one and stops promptly (or, asked to, drains what waits
+within a bound); delayed calls run after their delay
 and a stop cancels the ones not run yet; the backoff doubles up to its maximum."""
 
 from __future__ import annotations
@@ -56,6 +57,31 @@ def test_a_bounded_pool_refuses_when_full_and_stops_with_items_waiting() -> None
     release.set()
     pool.stop()
     assert not [t for t in threading.enumerate() if t.name.startswith("test-bounded-")]
+
+
+def test_a_drained_stop_handles_what_waits_within_its_bound() -> None:
+    """``stop(drain=...)``: the items queued are handled first (the events of the bindings
+    done), up to the drain's bound; past it the rest is dropped."""
+    handled: list[int] = []
+
+    def handle(item: int) -> None:
+        time.sleep(0.02)
+        handled.append(item)
+
+    pool: QueuePool[int] = QueuePool("test-drain", 1, handle)
+    for item in range(10):
+        pool.put(item)
+    pool.start()
+    pool.stop(drain=5.0)
+    assert handled == list(range(10))
+    slow: QueuePool[int] = QueuePool("test-drain-slow", 1, lambda item: time.sleep(0.1))
+    for item in range(100):
+        slow.put(item)
+    slow.start()
+    started = time.monotonic()
+    slow.stop(drain=0.3)
+    assert time.monotonic() - started < 1.5  # 0.3 s of draining, the item in hand, not 10 s
+    assert not [t for t in threading.enumerate() if t.name.startswith("test-drain")]
 
 
 def test_a_delayed_call_runs_after_its_delay_and_a_stop_cancels_the_rest() -> None:

@@ -224,6 +224,10 @@ class _FakeShim:
     def start(self) -> None:
         self.calls.append("start")
 
+    def finish_replacements(self) -> bool:
+        self.calls.append("finish replacements")
+        return True
+
     def stop(self) -> None:
         self.calls.append("stop")
 
@@ -242,7 +246,7 @@ def test_the_kubernetes_shim_declares_its_leadership_route_without_flask() -> No
     assert route.view()["role"] == "leader"
     sole.start()
     sole.stop()
-    assert fake.calls == ["start", "stop"]
+    assert fake.calls == ["start", "finish replacements", "stop"]  # a graceful stop ends the gangs' replacements
 
     replica = Replica(_FakeShim, object(), "replica-a", LeaseSettings(namespace="ns"))  # type: ignore[arg-type]
     assert isinstance(replica, RoutedRM)

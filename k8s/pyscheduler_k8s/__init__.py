@@ -9,7 +9,10 @@ Settings come from the environment of the served process: ``PYSCHEDULER_K8S_KUBE
 ``default``), ``PYSCHEDULER_K8S_CLUSTERS`` (several clusters, each named: ``NAME=KUBECONFIG``
 comma-separated, see :mod:`.clusters`; ``pyscheduler serve --cluster`` sets it),
 ``PYSCHEDULER_K8S_CLUSTERS_FILE`` (a hub over member clusters, see :mod:`.hub`;
-``pyscheduler serve --clusters-file`` sets it).
+``pyscheduler serve --clusters-file`` sets it), ``PYSCHEDULER_K8S_LEADER_ELECTION`` (default on),
+``PYSCHEDULER_K8S_LEASE_DURATION``, ``PYSCHEDULER_K8S_RENEW_DEADLINE`` and
+``PYSCHEDULER_K8S_RETRY_PERIOD`` (seconds; kube-scheduler's 15, 10 and 2 by default, see
+:meth:`.leader.LeaseSettings.from_environment`).
 
 The queues come from the ``pyscheduler-configs`` (else ``yunikorn-configs``) ConfigMap, else from
 ``--config``, else YuniKorn's default: the ``namespace`` tag placement rule with ``create: true``
@@ -22,6 +25,7 @@ import dataclasses
 import os
 from typing import TYPE_CHECKING
 
+from pyscheduler_k8s.api_metrics import KubeApiMetrics
 from pyscheduler_k8s.clusters import SeveralClusters, clusters_from_environment
 from pyscheduler_k8s.hub import HubConfig, HubRM, hub_config_from_environment, hub_shim_factory
 from pyscheduler_k8s.kubeapi import SERVICE_ACCOUNT_DIR, ClusterAccess, KubeApi
@@ -59,7 +63,12 @@ def attach(service: SchedulerService) -> Replica | SoleShim | SeveralClusters | 
 
     With ``PYSCHEDULER_K8S_CLUSTERS`` (:mod:`.clusters`): one shim per named cluster, each its
     own RM (``rm_id`` the cluster's name) with its own ConfigMap and Lease in that cluster,
-    all started in the background (a cluster away holds up nothing else)."""
+    all started in the background (a cluster away holds up nothing else).
+
+    Every API client it makes counts its requests and bindings in one
+    :class:`~.api_metrics.KubeApiMetrics`, which what it returns exports (``metrics()``): the
+    served scheduler shows them on ``/ws/v1/metrics`` (docs/metrics.md)."""
+    api_metrics = KubeApiMetrics()
     names = tuple(n.strip() for n in os.environ.get("PYSCHEDULER_K8S_SCHEDULER_NAMES", "").split(",") if n.strip())
     options = ShimOptions(scheduler_names=names or DEFAULT_SCHEDULER_NAMES, namespace=_namespace())
     # Without --config the queues are YuniKorn's default (the namespace placement rule), not
@@ -67,38 +76,45 @@ def attach(service: SchedulerService) -> Replica | SoleShim | SeveralClusters | 
     config_text = service.config_text if service.options.config_path is not None else DEFAULT_QUEUES
     hub = hub_config_from_environment()
     if hub is not None:
-        return _hub(service, config_text, dataclasses.replace(options, rm_id=hub.hub.name), hub)
+        return _hub(service, config_text, dataclasses.replace(options, rm_id=hub.hub.name), hub, api_metrics)
     clusters = clusters_from_environment()
     if clusters:
         several = SeveralClusters({
-            cluster.name: _member(service, KubeApi(ClusterAccess.from_kubeconfig(cluster.kubeconfig)), config_text,
-                                  dataclasses.replace(options, rm_id=cluster.name))
+            cluster.name: _member(service, KubeApi(ClusterAccess.from_kubeconfig(cluster.kubeconfig), api_metrics),
+                                  config_text, dataclasses.replace(options, rm_id=cluster.name))
             for cluster in clusters})
+        several.api_metrics = api_metrics
         several.start()
         return several
-    api = KubeApi(ClusterAccess.discover(os.environ.get("PYSCHEDULER_K8S_KUBECONFIG") or None))
+    api = KubeApi(ClusterAccess.discover(os.environ.get("PYSCHEDULER_K8S_KUBECONFIG") or None), api_metrics)
     member = _member(service, api, config_text, options)
+    member.api_metrics = api_metrics
     member.start()
     return member
 
 
-def _hub(service: SchedulerService, config_text: str, options: ShimOptions, settings: HubConfig) -> HubRM:
+def _hub(service: SchedulerService, config_text: str, options: ShimOptions, settings: HubConfig,
+         api_metrics: KubeApiMetrics) -> HubRM:
     """The hub over its members (:mod:`.hub`), started in the background behind the hub's
     leader election (a member away holds up nothing)."""
-    hub_api, make_shim = hub_shim_factory(service.proxy, config_text, options, settings)
+    hub_api, make_shim = hub_shim_factory(service.proxy, config_text, options, settings, api_metrics)
     runner: Replica | SoleShim = SoleShim(make_shim) if not _leader_election() else Replica(
-        make_shim, hub_api, default_identity(), LeaseSettings(namespace=options.namespace))
+        make_shim, hub_api, default_identity(), LeaseSettings.from_environment(options.namespace))
     rm = HubRM(runner)
+    rm.api_metrics = api_metrics
     rm.start()
     return rm
 
 
 def _member(service: SchedulerService, api: KubeApi, config_text: str, options: ShimOptions) -> Replica | SoleShim:
-    """The shim of one cluster behind leader election, or alone; not started."""
+    """The shim of one cluster behind leader election, or alone; not started. The replica's
+    identity (its Lease holder name) is also the ``reportingInstance`` of the events it writes."""
+    identity = default_identity()
+    options = dataclasses.replace(options, instance=identity)
 
     def make_shim() -> KubeShim:
         return KubeShim(service.proxy, api, config_text, options)
 
     if not _leader_election():
         return SoleShim(make_shim)
-    return Replica(make_shim, api, default_identity(), LeaseSettings(namespace=options.namespace))
+    return Replica(make_shim, api, identity, LeaseSettings.from_environment(options.namespace))

@@ -38,6 +38,9 @@ GATED_MESSAGE: Final = "Scheduling is blocked due to non-empty scheduling gates"
 #: Pod events waiting to be written; beyond it new ones are dropped (and counted), as
 #: kube-scheduler's broadcaster drops when its queue is full.
 EVENT_QUEUE_MAX: Final = 10_000
+#: Seconds a stopping recorder goes on writing the events queued (well within the 5 s a served
+#: process has between SIGTERM and its end, gunicorn's graceful timeout).
+EVENT_DRAIN: Final = 1.0
 
 _Event = tuple[dict[str, str], str, str, str]
 
@@ -48,11 +51,14 @@ def _rfc3339(seconds: float) -> str:
 
 class EventRecorder:
     def __init__(self, api: KubeApi, tasks: TaskCache, counts: ShimCounts, *, component: str,
-                 clock: Callable[[], float], event_writers: int, status_writers: int) -> None:
+                 clock: Callable[[], float], event_writers: int, status_writers: int, instance: str = "") -> None:
+        """``instance``: the replica writing (the events' ``reportingInstance``, as kube-scheduler
+        names its own; empty: left out)."""
         self._api = api
         self._tasks = tasks
         self._counts = counts
         self._component = component
+        self._instance = instance
         self._clock = clock
         self._status_writers = status_writers
         self._events: QueuePool[_Event] = QueuePool("k8s-events", event_writers, self._write_queued,
@@ -67,8 +73,11 @@ class EventRecorder:
         self._conditions.start(self._status_writers)
 
     def stop(self) -> None:
+        """Writes the events queued (for up to :data:`EVENT_DRAIN` seconds: the shim stops its
+        binders first, so the ``Scheduled`` event of every binding done is written), then stops;
+        pending pods' conditions not written yet are dropped (the next leader writes its own)."""
         self._stopped = True
-        self._events.stop()
+        self._events.stop(drain=EVENT_DRAIN)
         self._conditions.stop()
 
     # -- events ------------------------------------------------------------------------------------
@@ -86,13 +95,16 @@ class EventRecorder:
         """A core/v1 Event on ``involved``, as kube-scheduler writes them (at once)."""
         stamp = _rfc3339(self._clock())
         namespace, name = involved["namespace"], involved["name"]
+        event = {
+            "metadata": {"generateName": f"{name}.", "namespace": namespace},
+            "involvedObject": dict(involved), "type": kind, "reason": reason, "message": message[:1024],
+            "count": 1, "firstTimestamp": stamp, "lastTimestamp": stamp,
+            "source": {"component": self._component}, "reportingComponent": self._component,
+        }
+        if self._instance:
+            event["reportingInstance"] = self._instance
         try:
-            self._api.create_event(namespace, {
-                "metadata": {"generateName": f"{name}.", "namespace": namespace},
-                "involvedObject": dict(involved), "type": kind, "reason": reason, "message": message[:1024],
-                "count": 1, "firstTimestamp": stamp, "lastTimestamp": stamp,
-                "source": {"component": self._component}, "reportingComponent": self._component,
-            })
+            self._api.create_event(namespace, event)
         except KubeApiError as exc:
             log.info("event on %s %s/%s not written: %s", involved["kind"], namespace, name, exc)
 

@@ -30,7 +30,9 @@ a :class:`GangRecovery`:
 
 A placeholder the core replaced just before the shim stopped (deleted, its member not bound
 yet) cannot be told from one never made: the gang is then recovered RESERVING and the placeholder made again; the
-gang runs once it is placed (one placement later than needed, nothing placed twice).
+gang runs once it is placed (one placement later than needed, nothing placed twice). A graceful
+stop (SIGTERM, a rolling upgrade) finishes the replacements under way first
+(:meth:`.shim.KubeShim.finish_replacements`), so this is a crashed leader's case.
 """
 
 from __future__ import annotations

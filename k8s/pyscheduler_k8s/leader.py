@@ -9,6 +9,11 @@ that try at once cannot both win (one gets 409 Conflict). A leader that cannot r
 ``renew_deadline`` steps down. Stopping a leader releases the Lease (empty holder), so a standby
 takes over at its next retry instead of after the lease duration.
 
+The times come from the served process's environment (:meth:`LeaseSettings.from_environment`:
+``PYSCHEDULER_K8S_LEASE_DURATION``, ``PYSCHEDULER_K8S_RENEW_DEADLINE``,
+``PYSCHEDULER_K8S_RETRY_PERIOD``, seconds), kube-scheduler's defaults otherwise; they must
+satisfy ``lease_duration > renew_deadline > retry_period > 0`` (client-go's rule).
+
 ``on_started_leading`` runs on its own thread (starting the shim lists the whole cluster, and
 renewals must go on meanwhile); ``on_stopped_leading`` on the elector's thread. Both threads are
 :class:`~pyscheduler.common.background.BackgroundThread` s: the elector's steps every
@@ -18,19 +23,20 @@ renewals must go on meanwhile); ``on_stopped_leading`` on the elector's thread. 
 from __future__ import annotations
 
 import logging
+import os
 import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Final
 
 from pyscheduler.common.background import BackgroundThread
 from pyscheduler_k8s.kubeapi import KubeApi, KubeApiError
 
-__all__ = ["LeaderElector", "LeaseSettings", "default_identity"]
+__all__ = ["LEASE_ENVIRONMENT", "LeaderElector", "LeaseSettings", "default_identity"]
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +44,14 @@ log = logging.getLogger(__name__)
 def default_identity() -> str:
     """``<hostname>_<uuid>``, as client-go's users make it: unique per process."""
     return f"{socket.gethostname()}_{uuid.uuid4()}"
+
+
+#: Seconds a stopping leader waits for its shim's start still in progress before it releases.
+START_WAIT: Final = 3.0
+#: The environment variables of the served process that set :class:`LeaseSettings`' times.
+LEASE_ENVIRONMENT: Final = {"lease_duration": "PYSCHEDULER_K8S_LEASE_DURATION",
+                            "renew_deadline": "PYSCHEDULER_K8S_RENEW_DEADLINE",
+                            "retry_period": "PYSCHEDULER_K8S_RETRY_PERIOD"}
 
 
 @dataclass(frozen=True)
@@ -48,6 +62,30 @@ class LeaseSettings:
     lease_duration: float = 15.0
     renew_deadline: float = 10.0
     retry_period: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
+            raise ValueError(f"lease times must satisfy lease duration ({self.lease_duration:g} s) > renew deadline "
+                             f"({self.renew_deadline:g} s) > retry period ({self.retry_period:g} s) > 0")
+
+    @classmethod
+    def from_environment(cls, namespace: str, environ: Mapping[str, str] = os.environ) -> LeaseSettings:
+        """The Lease in ``namespace`` with the times :data:`LEASE_ENVIRONMENT` names (seconds;
+        unset or empty: the default). Raises ValueError naming the variable that is not a number,
+        or the rule the times break."""
+        def seconds(field_name: str, default: float) -> float:
+            variable = LEASE_ENVIRONMENT[field_name]
+            raw = environ.get(variable, "").strip()
+            if not raw:
+                return default
+            try:
+                return float(raw)
+            except ValueError:
+                raise ValueError(f"{variable} must be a number of seconds, not {raw!r}") from None
+
+        return cls(namespace=namespace, lease_duration=seconds("lease_duration", cls.lease_duration),
+                   renew_deadline=seconds("renew_deadline", cls.renew_deadline),
+                   retry_period=seconds("retry_period", cls.retry_period))
 
 
 class LeaderElector:
@@ -91,13 +129,23 @@ class LeaderElector:
         self._thread.start()
 
     def stop(self, *, release: bool = True) -> None:
-        """Stops taking part; a leader steps down (``release``: and empties the Lease's holder
-        so a standby takes over at once; False plays a replica that died)."""
+        """Stops taking part; a leader steps down (``release``: and then empties the Lease's
+        holder so a standby takes over at once; False plays a replica that died).
+
+        The step down comes first: ``on_stopped_leading`` (the shim stopping: its binders finish
+        the bindings in hand) returns before the Lease is released, so no binding of this
+        replica's runs while the next leader lists the cluster. A start still in progress is
+        waited for too, up to :data:`START_WAIT` (its shim is stopped by the start itself once
+        it sees the step down; a longer wait would outlast the process's graceful stop, and the
+        Lease would then stay taken for its whole duration)."""
         self._thread.stop(timeout=10.0)
-        if self.is_leader:
-            if release:
-                self._release()
-            self._step_down()
+        was_leader = self.is_leader
+        self._step_down()
+        starter = self._starter
+        if starter is not None:
+            starter.stop(timeout=START_WAIT)
+        if was_leader and release:
+            self._release()
 
     # -- the loop -----------------------------------------------------------------------------------
 
@@ -196,6 +244,8 @@ class LeaderElector:
             self.api.request("PUT", self.path, lease)
         except KubeApiError as exc:
             log.info("lease %s not released: %s", self.path, exc)
+            return
+        log.info("%s released lease %s", self.identity, self.path)
 
 
 def _micro_time() -> str:

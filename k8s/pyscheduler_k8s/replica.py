@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final
 
 from pyscheduler.service.rm import Route
+from pyscheduler_k8s.api_metrics import ApiMeasured
 from pyscheduler_k8s.kubeapi import KubeApi, KubeApiError
 from pyscheduler_k8s.leader import LeaderElector, LeaseSettings
 from pyscheduler_k8s.shim import KubeShim
@@ -33,7 +34,7 @@ START_RETRY_MAX: Final = 30.0
 LEADERSHIP_RULE: Final = "/ws/v1/k8s/leadership"
 
 
-class Replica:
+class Replica(ApiMeasured):
     def __init__(self, make_shim: Callable[[], KubeShim], api: KubeApi, identity: str, settings: LeaseSettings,
                  *, start_retry: float = START_RETRY) -> None:
         self._make_shim = make_shim
@@ -62,8 +63,14 @@ class Replica:
         self.start()
 
     def stop(self) -> None:
-        """Steps down (releasing the Lease) and stops the shim."""
+        """A graceful stop (SIGTERM: a rolling upgrade): the placeholder replacements under way
+        are finished while this replica still leads (:meth:`.KubeShim.finish_replacements`),
+        then it steps down (the shim stopped, its bindings in hand done) and releases the
+        Lease, so the standby takes over at its next retry."""
         self._stopping.set()
+        shim = self.shim
+        if shim is not None and self.elector.is_leader:
+            shim.finish_replacements()
         self.elector.stop(release=True)
         self._stand_by()
 

@@ -72,12 +72,20 @@ partitions:
 """
 
 
+#: Seconds a graceful stop waits for the placeholder replacements under way
+#: (:meth:`KubeShim.finish_replacements`), within the 5 s gunicorn gives a stopping worker.
+REPLACEMENTS_TIMEOUT: Final = 2.0
+
+
 @dataclass(frozen=True)
 class ShimOptions:
     #: ``spec.schedulerName`` values the shim takes pods for.
     scheduler_names: tuple[str, ...] = DEFAULT_SCHEDULER_NAMES
     #: The name in the events the shim writes (kube-scheduler's ``reportingController``).
     component: str = "pyscheduler"
+    #: The replica in the events it writes (``reportingInstance``: which replica bound a pod,
+    #: ``kubectl get events -o wide``); empty: left out.
+    instance: str = ""
     #: The RM this shim is in the core: the partitions are ``[rm_id]<name>``.
     rm_id: str = RM_ID
     partition: str = "default"
@@ -119,7 +127,8 @@ class KubeShim:
         self.clock = clock
         self.core = CoreClient(proxy, opts.rm_id, opts.partition, cache.cluster, cache.tasks)
         self.recorder = EventRecorder(api, cache.tasks, self.counts, component=opts.component, clock=clock,
-                                      event_writers=opts.event_writers, status_writers=opts.status_writers)
+                                      event_writers=opts.event_writers, status_writers=opts.status_writers,
+                                      instance=opts.instance)
         self.writes = PodWrites(api, cache.tasks, self.recorder, self.counts)
         volume_binder = VolumeBinder(api, cache.volumes, cache.lock, stopping)
         self.binder = Binder(api, cache.tasks, volume_binder, self.core, self.recorder, self.counts,
@@ -172,6 +181,21 @@ class KubeShim:
         self.writes.start()
         self.podgroup_status.start()
         self.informers.start()
+
+    def finish_replacements(self, timeout: float = REPLACEMENTS_TIMEOUT) -> bool:
+        """Before a graceful stop (only then: no replacement starts afterwards): waits (up to
+        ``timeout`` seconds) until every placeholder the core replaced has its member bound, the
+        watch and the binders still running, and leaves the placeholders the core replaces
+        from now on as they are (the next leader replaces them). A gang stopped halfway through
+        a replacement (its placeholder deleted, its member pending) would be resumed reserving
+        by the next leader, which makes that placeholder again (:mod:`.gang_recovery`). True
+        when none is left."""
+        self.cache.tasks.hold_replacements()
+        deadline = time.monotonic() + timeout
+        while self.cache.tasks.replacements_in_flight():
+            if time.monotonic() >= deadline or self.informers.stopping.wait(0.01):
+                return False
+        return True
 
     def stop(self) -> None:
         """Stops following the cluster, then the binders and writers (what they hold is

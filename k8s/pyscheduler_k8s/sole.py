@@ -19,6 +19,7 @@ from typing import Any
 
 from pyscheduler.common.background import BackgroundThread
 from pyscheduler.service.rm import Route
+from pyscheduler_k8s.api_metrics import ApiMeasured
 from pyscheduler_k8s.replica import LEADERSHIP_RULE, START_RETRY, START_RETRY_MAX
 from pyscheduler_k8s.shim import KubeShim
 
@@ -27,7 +28,7 @@ __all__ = ["SoleShim"]
 log = logging.getLogger(__name__)
 
 
-class SoleShim:
+class SoleShim(ApiMeasured):
     def __init__(self, make_shim: Callable[[], KubeShim], *, start_retry: float = START_RETRY) -> None:
         self._make_shim = make_shim
         self._start_retry = start_retry
@@ -61,6 +62,7 @@ class SoleShim:
         with self._lock:
             shim, self._shim = self._shim, None
         if shim is not None:
+            shim.finish_replacements()  # a restart then finds no gang halfway through a replacement
             shim.stop()
 
     def status(self) -> dict[str, Any]:

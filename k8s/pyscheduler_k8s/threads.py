@@ -4,7 +4,9 @@
   binders, the event writers, the workers for other writes). What a handler raises is logged
   with the pool's name and the pool goes on. :meth:`QueuePool.stop` wakes every thread (one
   stop marker each), lets the item in hand finish and joins them; items still queued are
-  dropped (the shim is stopping: a new leader recovers from the API server).
+  dropped (the shim is stopping: a new leader recovers from the API server), unless a
+  ``drain`` lets the threads handle them first for up to that many seconds (the events of
+  the bindings done: what happened is worth saying, what did not is the next leader's).
 - :class:`DelayedCalls`: one-shot calls after a delay (a retry's :func:`backoff`), each a
   BackgroundThread with ``first_delay`` and no interval; :meth:`DelayedCalls.stop` cancels
   the ones not run yet.
@@ -16,6 +18,7 @@ import itertools
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, Final, Generic, TypeVar
 
@@ -74,13 +77,19 @@ class QueuePool(Generic[T]):
             return False
         return True
 
-    def stop(self, timeout: float = 5.0) -> None:
+    def stop(self, timeout: float = 5.0, *, drain: float = 0.0) -> None:
+        """Stops the threads (see the module doc); ``drain``: seconds they may go on with the
+        items queued before the rest is dropped."""
+        deadline = time.monotonic() + drain
+        while drain > 0 and self._queue.unfinished_tasks and time.monotonic() < deadline:
+            time.sleep(0.005)
         self._stopped.set()
         while True:  # what waits is dropped, so the markers find room in a bounded queue
             try:
                 self._queue.get_nowait()
             except queue.Empty:
                 break
+            self._queue.task_done()
         for _ in self._threads:
             self._queue.put(_STOP)
         for thread in self._threads:
@@ -88,13 +97,16 @@ class QueuePool(Generic[T]):
 
     def _step(self) -> bool:
         item = self._queue.get()
-        if isinstance(item, _Stop) or self._stopped.is_set():
-            return False  # sleeps until its stop wakes it
         try:
-            self._handle(item)
-        except Exception:  # one failed item must not stop the others
-            log.exception("%s: handling %r failed", self.name, item)
-        return True
+            if isinstance(item, _Stop) or self._stopped.is_set():
+                return False  # sleeps until its stop wakes it
+            try:
+                self._handle(item)
+            except Exception:  # one failed item must not stop the others
+                log.exception("%s: handling %r failed", self.name, item)
+            return True
+        finally:
+            self._queue.task_done()  # counted only now: a drain waits for the item in hand too
 
 
 class DelayedCalls:

@@ -141,7 +141,7 @@ def launch(tmp: Path, args: list[str], env: dict[str, str] | None = None, host: 
         try:
             if requests.get(server.url + "/ws/v1/events/batch?count=1", timeout=2).status_code == 200:
                 return server
-        except requests.ConnectionError:
+        except (requests.ConnectionError, requests.Timeout):  # not listening yet, or still loading the app
             pass
         if time.monotonic() > deadline:
             stop(server)

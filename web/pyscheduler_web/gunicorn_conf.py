@@ -21,8 +21,9 @@ the options then come from the environment, see :meth:`ServeOptions.from_env`) o
   own, so the SIGTERM, SIGINT and SIGQUIT paths first tell the service to shut down: every
   stream writes YuniKorn's closing line and ends within about 100 ms. The worker's exit hook
   then stops the scheduler (an ``atexit`` handler in the factory covers other exits).
-- **Logging**: the scheduler's records (``pyscheduler``, ``pyscheduler_web``) go to gunicorn's
-  error log at its level.
+- **Logging**: the scheduler's records (``pyscheduler``, ``pyscheduler_web``, and the Kubernetes
+  shim's ``pyscheduler_k8s``: which replica leads, a released Lease) go to gunicorn's error log at
+  its level.
 - **Connections.** Idle, kept-alive and half-sent connections wait in the worker's poller and
   cost no thread, so the worker holds up to ``PYSCHEDULER_MAX_CONNECTIONS`` (default
   :data:`DEFAULT_MAX_CONNECTIONS`, 4,096) at once; past it a new connection gets a JSON 503
@@ -144,7 +145,7 @@ def post_fork(server: Any, worker: Any) -> None:
     """In the new worker, before the app loads: the scheduler's log records go to gunicorn's
     error log, with its level (unless logging was configured otherwise)."""
     error_log = worker.log.error_log
-    for name in ("pyscheduler", "pyscheduler_web"):
+    for name in ("pyscheduler", "pyscheduler_web", "pyscheduler_k8s"):
         logger = logging.getLogger(name)
         if logger.handlers:
             continue

@@ -161,6 +161,11 @@ class TaskCache:
         self._gated: dict[str, set[str]] = {}
         self._gang_gated: dict[str, set[str]] = {}
         self._released: list[Mapping[str, Any]] = []
+        #: Application id -> its placeholders the core replaced whose member the watch has not
+        #: seen bound yet (:meth:`replacements_in_flight`).
+        self._replacing: dict[str, int] = {}
+        #: Set on the way out (:meth:`hold_replacements`): no new replacement is started.
+        self._replacements_held = False
 
     def _transition(self, task: Task, event: TaskEvent) -> bool:
         """The only place a record's state changes (the caller holds the lock). An event its
@@ -189,6 +194,8 @@ class TaskCache:
             if known.state is TaskState.GANG_GATED and view.node_name:
                 self._forget_gang_gated(known)  # bound by another binder: recovered as a new pod
                 return None
+            if view.node_name and not known.view.node_name and not view.placeholder:
+                self._replaced(known.view.app_id)
             # Its application, task group and application tags are what they were when it was
             # first seen (a label edited later must not move it to another application).
             known.raw = pod
@@ -322,6 +329,7 @@ class TaskCache:
                     if not members:
                         del self._apps[app_id]
                         self._gangs.pop(app_id, None)
+                        self._replacing.pop(app_id, None)
                         app_left = True
             return GoneRecord(task, app_left)
 
@@ -351,6 +359,28 @@ class TaskCache:
             self._volumes.place(uid, task.raw, node, reserve=checked_node(node))
             return True
 
+    def hold_replacements(self) -> None:
+        """On the way out: a placeholder the core replaces from now on is left as it is (not
+        deleted), so that no replacement starts that the stopping shim could not finish."""
+        with self._lock:
+            self._replacements_held = True
+
+    def replacements_in_flight(self) -> int:
+        """Placeholders the core replaced whose member is not bound yet (as the watch shows the
+        members): a leader stopping gracefully waits for none to be left, so that the next one
+        does not find a placeholder deleted and its member pending, which it cannot tell from a
+        placeholder never made (:mod:`..gang_recovery`)."""
+        with self._lock:
+            return sum(self._replacing.values())
+
+    def _replaced(self, app_id: str) -> None:
+        """A member of ``app_id`` is now bound: one replacement of its gang done (lock held)."""
+        left = self._replacing.get(app_id, 0) - 1
+        if left > 0:
+            self._replacing[app_id] = left
+        else:
+            self._replacing.pop(app_id, None)
+
     def is_held(self, uid: str) -> bool:
         with self._lock:
             task = self._pods.get(uid)
@@ -369,6 +399,11 @@ class TaskCache:
                 return None
             delete = False
             if task.state is TaskState.ALLOCATED and kind in ENDED_BY_CORE:
+                if kind is si.TerminationType.PLACEHOLDER_REPLACED:
+                    if self._replacements_held:
+                        return None  # stopping: the placeholder stays, the next leader replaces it
+                    app_id = task.view.app_id
+                    self._replacing[app_id] = self._replacing.get(app_id, 0) + 1
                 task.ending, delete = kind, True
             elif task.state is TaskState.ASK and kind is si.TerminationType.TIMEOUT:
                 delete = task.view.placeholder
