@@ -26,6 +26,9 @@ WEB_STAMP := $(VENV)/.web-installed
 WEB_SOURCES := web/pyproject.toml k8s/pyproject.toml
 # Pytest options can be added on the command line: make test PYTEST_ARGS="-k ring -x"
 PYTEST_ARGS ?=
+# pytest-xdist workers (tests/conftest.py groups the tests: a module on one worker, every test
+# that starts a control plane or a container in one group); 0: one process, no xdist.
+PYTEST_WORKERS ?= 2
 BENCH_ARGS ?=
 # Options for loadtests/run.py: make loadtest LOADTEST_ARGS="--scenario stream -u 4 -t 20s"
 LOADTEST_ARGS ?=
@@ -91,7 +94,7 @@ lint-imports: build web
 # The Kubernetes tests need the control plane's binaries: built here once per machine (with
 # their progress), then found in the cache by the tests.
 pytest: build web wheels k8s-tools chromium image
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest $(if $(filter-out 0,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadgroup) $(PYTEST_ARGS)
 
 # The web console's browser tests (tests/web/test_console_browser.py) drive Debian's Chromium
 # through playwright, which never downloads a browser of its own: installed here once per machine
