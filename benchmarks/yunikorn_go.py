@@ -61,10 +61,13 @@ def build(progress: Progress) -> Path:
     if not binary.exists():
         progress(f"yunikorn-go: building YuniKorn's core {_pinned_version()} (go build, once)")
         binary.parent.mkdir(parents=True, exist_ok=True)
-        partial = binary.with_suffix(".tmp")
+        # A name of this build's own, then renamed: two processes building at once (pytest's
+        # workers) each rename a whole binary, never one the other is still writing.
+        partial = binary.with_name(f"{binary.name}.{os.getpid()}.tmp")
         done = subprocess.run([go, "build", "-o", str(partial), "."], cwd=SOURCE, capture_output=True, text=True,
                               timeout=1800, check=False)
         if done.returncode != 0:
+            partial.unlink(missing_ok=True)
             raise RuntimeError(f"go build failed: {' | '.join(done.stderr.strip().splitlines()[-3:])}")
         partial.replace(binary)
     return binary
