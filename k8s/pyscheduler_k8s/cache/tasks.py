@@ -465,10 +465,16 @@ class TaskCache:
 
     def binding_failed(self, uid: str, *, retry: bool) -> tuple[PodView, int] | None:
         """Its binding failed: the allocation's room is given back (what was assumed for its
-        claims too) and it asks again; with ``retry``, the failures so far (its backoff)."""
+        claims too) and it asks again; with ``retry``, the failures so far (its backoff).
+        None: nothing to give back. So for a pod the core ended meanwhile (``ending``: a
+        placeholder it replaced, a victim it preempted; the binding raced the pod's deletion):
+        its allocation is the core's to end, and the pod's end confirms it with the core's
+        type. Giving it back as failed would release it otherwise: a replaced placeholder
+        counted timed out, its replacement undone, its member left with no placeholder (then
+        placed as a plain ask, wherever there is room)."""
         with self._lock:
             task = self._pods.get(uid)
-            if task is None:
+            if task is None or task.ending is not None:
                 return None
             self._transition(task, TaskEvent.BIND_FAILED)
             task.node = ""
