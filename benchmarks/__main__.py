@@ -143,7 +143,8 @@ def _run_interpod(args: argparse.Namespace, progress: Progress) -> FamilyReport:
 
 def _run_kubernetes(args: argparse.Namespace, progress: Progress) -> FamilyReport:
     return kubernetes.run(quick=args.quick, progress=progress, nodes=args.kube_nodes, pods=args.kube_pods,
-                          workloads=args.kube_workloads, baseline=args.baseline, contenders=args.kube_contenders)
+                          workloads=args.kube_workloads, baseline=args.baseline, contenders=args.kube_contenders,
+                          **({"limit_binders": args.kube_limit_binders} if args.kube_limit_binders else {}))
 
 
 def _run_multicluster(args: argparse.Namespace, progress: Progress) -> FamilyReport:
@@ -218,7 +219,7 @@ FAMILIES: dict[str, Family] = {
         ),
         Family(
             "kubernetes",
-            "pods bound per second on a real API server with 1,000 kwok nodes: the shim vs kube-scheduler",
+            "pods bound per second on a real API server with 5,000 kwok nodes: the shim vs kube-scheduler and the limit",
             _run_kubernetes,
         ),
         Family(
@@ -373,14 +374,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--sockets", type=_positive, help="hostile-clients: misbehaving connections per kind (default 1,000; --quick: 150)"
     )
     kube = parser.add_argument_group("kubernetes")
-    kube.add_argument("--kube-nodes", type=_positive, help="kwok nodes (default 1,000; --quick: 50)")
+    kube.add_argument("--kube-nodes", type=_positive, help="kwok nodes (default 5,000; --quick: 50)")
     kube.add_argument("--kube-pods", type=_positive,
-                      help="pods per contender and phase of the plain workload (default 10,000; --quick: 500); the "
-                      "anti-affinity and spread workloads take half as many")
+                      help="pods per contender and phase of the plain workload (default 10,000, scheduler_perf's "
+                      "larger size 50,000; --quick: 500); the anti-affinity and spread workloads take half as many, "
+                      "the preemption wave one a node (at most half), the gangs are 10 jobs of 100 (--quick: 5 of 20)")
+    kube.add_argument("--kube-limit-binders", type=_positive,
+                      help="the limit contender's concurrent binders (default benchmarks.kube_limit.BINDERS)")
     kube.add_argument(
         "--kube-workloads", type=_kube_workloads, metavar="WORKLOADS",
-        help=f"comma-separated workloads (default all: {','.join(kubernetes.WORKLOADS)}; the last two are "
-        "scheduler_perf's SchedulingPodAntiAffinity and TopologySpreading shapes)",
+        help=f"comma-separated workloads (default all: {','.join(kubernetes.WORKLOADS)}; scheduler_perf's "
+        "SchedulingBasic, SchedulingPodAntiAffinity, TopologySpreading and PreemptionBasic shapes, and YuniKorn "
+        "task-group gangs)",
     )
     kube.add_argument(
         "--kube-contenders", type=_kube_contenders, metavar="CONTENDERS",

@@ -6,11 +6,15 @@ own (so :func:`cpu_seconds` counts its whole process group: gunicorn's workers f
 and stopped by :meth:`Contender.stop` (SIGTERM, then SIGKILL). Its name is its results' name in
 the report; its four-letter ``tag`` names its pods and its log, so contenders never share pods.
 
+- ``limit``: :class:`benchmarks.kube_limit.LimitContender`, a binder without decisions (pod i to
+  node i mod N): the API server's own rate of bindings, the ceiling.
 - ``pyscheduler``: ``pyscheduler serve --rm pyscheduler_k8s:attach`` from this checkout.
 - ``pyscheduler (baseline)``: the same command, importing another checkout's core, REST layer and
   shim (:func:`benchmarks.baseline.served_baseline_environment`).
 - ``kube-scheduler``: built from the cluster's Kubernetes version, client QPS and burst 5,000
   (scheduler_perf's; the default 50/100 would cap it at 50 bindings/s).
+- ``yunikorn``: YuniKorn's scheduler from the binary ``PYSCHEDULER_BENCH_YUNIKORN`` names
+  (:mod:`benchmarks.kube_yunikorn`); left out, with a message saying how to supply one, without it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -36,7 +40,10 @@ PYSCHEDULER_NAME, KUBE_SCHEDULER_NAME = "pyscheduler", "default-scheduler"
 #: The contenders' names in the report (``PhaseResult.scheduler``), in the order they run.
 PYSCHEDULER, BASELINE, KUBE_SCHEDULER = "pyscheduler", "pyscheduler (baseline)", "kube-scheduler"
 #: ``contenders`` of :func:`benchmarks.kubernetes.run` (``--kube-contenders``) -> the contender's name in the report.
-CONTENDERS = {"pyscheduler": PYSCHEDULER, "baseline": BASELINE, "kube-scheduler": KUBE_SCHEDULER}
+#: ``limit``: :class:`benchmarks.kube_limit.LimitContender`, the binder without decisions (the ceiling).
+#: ``yunikorn``: :class:`benchmarks.kube_yunikorn.YunikornContender`, from a binary the user supplies.
+CONTENDERS = {"limit": "limit", "pyscheduler": PYSCHEDULER, "baseline": BASELINE, "kube-scheduler": KUBE_SCHEDULER,
+              "yunikorn": "yunikorn"}
 QUEUES = """\
 partitions:
   - name: default
@@ -48,6 +55,12 @@ partitions:
         submitacl: "*"
         queues:
           - name: bench
+          # The preemption workload's wave (benchmarks/kube_workloads.py): YuniKorn preempts
+          # for a queue below its guarantee; this one is above any cluster's size.
+          - name: bench-high
+            properties: {preemption.delay: 100ms}
+            resources:
+              guaranteed: {vcore: 1000000}
 """
 
 
@@ -167,14 +180,26 @@ def terminate(process: subprocess.Popen[bytes] | None) -> None:
         process.wait(5)
 
 
-def contenders_to_run(requested: list[str] | None, baseline: str | Path | None) -> list[str]:
+def contenders_to_run(requested: list[str] | None, baseline: str | Path | None,
+                      say: Callable[[str], None] | None = None) -> list[str]:
     """The keys of :data:`CONTENDERS` to run, in that order: ``requested`` (default all
     available: the baseline only with a ``baseline`` directory). ValueError for an unknown key,
-    or the baseline requested without its directory."""
+    or the baseline requested without its directory. ``yunikorn`` without its binary
+    (:func:`benchmarks.kube_yunikorn.yunikorn_binary`) is left out, ``say`` telling why and how
+    to supply one; ValueError when nothing else was asked for."""
+    # Imported here: kube_yunikorn subclasses this module's Contender.
+    from benchmarks.kube_yunikorn import skip_message, yunikorn_binary
+
     wanted = set(requested) if requested is not None else {key for key in CONTENDERS if key != "baseline" or baseline}
     unknown = sorted(wanted - set(CONTENDERS))
     if unknown or not wanted:
         raise ValueError(f"unknown contenders {unknown or requested!r}: choose from {', '.join(CONTENDERS)}")
     if "baseline" in wanted and not baseline:
         raise ValueError("the baseline contender needs a baseline directory (--baseline DIR)")
+    if "yunikorn" in wanted and yunikorn_binary() is None:
+        wanted.discard("yunikorn")
+        if not wanted:
+            raise ValueError(skip_message())
+        if say is not None:
+            say(skip_message())
     return [key for key in CONTENDERS if key in wanted]

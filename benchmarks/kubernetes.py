@@ -1,10 +1,13 @@
 """Pods bound per second on a real API server: pyscheduler's Kubernetes shim against
-kube-scheduler built from the same Kubernetes version (issue 15), same cluster, same run.
+kube-scheduler built from the same Kubernetes version (issue 15) and against the limit, the API
+server's own rate of bindings (issue 37), same cluster, same run.
 
 The cluster is the Kubernetes tests' control plane (``tests/kube_cluster.py``: etcd,
-kube-apiserver, kwok on loopback) with 1,000 kwok nodes (32 cpus, 128 GiB, 110 pods each).
-Each contender, alone on the cluster, gets 10,000 pods (100 applications of 100 pods, 100m cpu
-and 128 MiB each) in two phases:
+kube-apiserver, kwok on loopback) with 5,000 kwok nodes (32 cpu, 128 GiB, 110 pods each), the
+size scheduler_perf (Kubernetes' own benchmark) judges schedulers at. Each contender, alone on
+the cluster, gets every workload (:mod:`benchmarks.kube_workloads`: ``plain`` 10,000 pods,
+``anti-affinity``, ``spread``, ``preemption``, ``gangs``; ``--kube-pods 50000`` for
+scheduler_perf's larger SchedulingBasic, in ``make bench`` only) in two phases:
 
 - **stream**: the scheduler runs while the benchmark creates the pods (8 client threads, as
   fast as the API server takes them). Bound/s is the pods over the time from the first pod
@@ -13,50 +16,39 @@ and 128 MiB each) in two phases:
 - **backlog**: the pods are created while the scheduler is stopped, then it starts: bound/s
   over the time from its first binding to its last, the scheduler's own rate.
 
+The preemption workload first fills the cluster with its low-priority pods through the running
+contender (not measured; its CPU is left out of the phase's); in the backlog phase the contender
+is then stopped, the wave created, and the contender started again.
+
 All times are the benchmark's observations of one pod watch (``ADDED``, then ``spec.nodeName``
-set, then ``status.phase`` Running), so the watch's delays are the same for both contenders.
+set, then ``status.phase`` Running), so the watch's delays are the same for every contender.
 Latencies are per pod: creation to Binding and creation to Running, 50th and 99th percentile
-(stream phase; in the backlog phase they measure mostly the wait for the start). CPU seconds
-of the contender (from its start, its whole process group) and of kube-apiserver (during the
-phase) are reported too: on 2 shared cores a scheduler's CPU is taken from the API server.
+(stream phase; in the backlog phase they measure mostly the wait for the start). Per contender
+and phase: its CPU seconds (from its start, its whole process group) and peak memory (the
+process group's summed VmHWM, sampled from /proc while it runs: :mod:`benchmarks.kube_memory`),
+and kube-apiserver's CPU seconds during the phase: on 2 shared cores a scheduler's CPU is taken
+from the API server.
 
 Client limits, reported with the figures: kube-scheduler's client QPS and burst (its default is
-50/100, which would cap it at 50 bindings/s; scheduler_perf, Kubernetes' own benchmark, sets
-5,000/5,000, and so does this one); pyscheduler's shim has no client rate limiter, its binder
-pool has 16 threads. Between contenders the pods are deleted (grace period 0) and the namespace
-is left empty, so both see the same cluster.
-
-**Workloads** (issue 30 added the last two, from kube-scheduler's own benchmark, scheduler_perf:
-``test/integration/scheduler_perf`` in Kubernetes, its ``performance-config.yaml`` files and pod
-templates). Every workload runs both phases for each contender, on the same cluster:
-
-- ``plain``: the pods above, no constraints (10,000 pods).
-- ``anti-affinity`` (scheduler_perf's ``SchedulingPodAntiAffinity``): 5,000 pods of 100m cpu
-  and 500 MiB, each with required pod anti-affinity by ``kubernetes.io/hostname`` against its own
-  label (scheduler_perf's pod: ``color: green``, the term selecting ``color: green``). A node
-  holds at most one pod of a group, so scheduler_perf keeps its pods fewer than its nodes (one
-  group; 1,000 + 2,000 pods on 5,000 nodes). 5,000 pods on 1,000 nodes need groups: 10 groups
-  of 500 (``color: green-0`` .. ``green-9``, each term selecting its own group), so each group
-  fills half the nodes, about scheduler_perf's density (3,000 of 5,000), and a pod repels only
-  its own group.
-- ``spread`` (scheduler_perf's ``TopologySpreading``): 5,000 pods of 100m cpu and 500 MiB,
-  ``color: blue``, each with a ``DoNotSchedule`` constraint by ``topology.kubernetes.io/zone``,
-  maxSkew 5, selecting ``color: blue`` (scheduler_perf's pod). The nodes carry the zone label as
-  scheduler_perf labels them: 3 zones, ``moon-1`` .. ``moon-3``, round robin (every workload
-  runs on these same nodes).
-
-scheduler_perf first creates pods it does not measure (1,000 anti-affinity pods; 5,000 plain
-pods before the spread ones); here each phase starts on an empty cluster.
+50/100, which would cap it at 50 bindings/s; scheduler_perf sets 5,000/5,000, and so does this
+one); pyscheduler's shim has no client rate limiter, its binder pool has 16 threads. Between
+contenders the pods are deleted (grace period 0) and the namespace is left empty, so all see
+the same cluster. scheduler_perf first creates pods it does not measure (1,000 anti-affinity
+pods; 5,000 plain pods before the spread ones); here each phase starts on an empty cluster
+(but for the preemption workload's fill).
 
 **Contenders**, in this order in every phase (``contenders`` of :func:`run`, default all
-available): ``pyscheduler`` (this checkout), ``pyscheduler (baseline)`` (with ``--baseline DIR``:
-the same ``pyscheduler serve --rm pyscheduler_k8s:attach`` command importing DIR's core, REST
-layer and shim, :func:`benchmarks.baseline.served_baseline_environment`) and ``kube-scheduler``.
-The report gives, per workload and phase, pyscheduler's bound/s over each other contender's.
+available; :mod:`benchmarks.kube_contenders`): ``limit`` (:mod:`benchmarks.kube_limit`: binds
+pod i to node i mod N, no decisions), ``pyscheduler`` (this checkout), ``pyscheduler
+(baseline)`` (with ``--baseline DIR``: the same command importing DIR's core, REST layer and
+shim, :func:`benchmarks.baseline.served_baseline_environment`) and ``kube-scheduler``. The
+report (:mod:`benchmarks.kube_report`) gives, per workload and phase, every contender's bound/s
+over the limit's and pyscheduler's over each other contender's.
 
 The binaries come from ``tools/k8s/build.sh`` with ``WITH_KUBE_SCHEDULER=1`` (kube-scheduler
 takes about 6 minutes to build, once per machine). ``--quick``: 50 nodes, 500 pods (250 for the
-anti-affinity and spread workloads, in groups of 25 there).
+anti-affinity and spread workloads, in groups of 25 there; a wave of 50 on 200 low pods; 5 gangs
+of 20).
 """
 
 from __future__ import annotations
@@ -67,11 +59,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -79,10 +69,7 @@ import requests
 
 from benchmarks.baseline import served_baseline_environment
 from benchmarks.kube_contenders import (
-    BASELINE,
     CONTENDERS,
-    KUBE_SCHEDULER,
-    PYSCHEDULER,
     BaselineContender,
     Contender,
     KubeSchedulerContender,
@@ -90,7 +77,26 @@ from benchmarks.kube_contenders import (
     contenders_to_run,
     cpu_seconds,
 )
-from benchmarks.machine import format_table
+from benchmarks.kube_limit import BINDERS as LIMIT_BINDERS
+from benchmarks.kube_limit import LIMIT, LimitContender
+from benchmarks.kube_memory import PeakMemory
+from benchmarks.kube_report import NOT_DECIDING, PHASES, KubernetesReport, PhaseResult
+from benchmarks.kube_workloads import (
+    HOSTNAME_LABEL,
+    NODE_CPU,
+    NODE_MEMORY,
+    WORKLOADS,
+    ZONE_LABEL,
+    ZONES,
+    Workload,
+    node_names,
+    plain_pod,
+    priority_classes,
+    violations,
+    workloads_for,
+    zone_labels,
+)
+from benchmarks.kube_yunikorn import YunikornContender, required_binary
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -99,192 +105,15 @@ from kube_cluster import KubeCluster, start_cluster  # noqa: E402
 
 from pyscheduler_k8s.kubeapi import ClusterAccess, KubeApi  # noqa: E402
 
-NODES, QUICK_NODES = 1_000, 50
+NODES, QUICK_NODES = 5_000, 50
 PODS, QUICK_PODS = 10_000, 500
-PODS_PER_APP = 100
-WORKLOADS = ("plain", "anti-affinity", "spread")
-PHASES = ("stream", "backlog")
-#: The anti-affinity and spread workloads: half the plain workload's pods (5,000 at 1,000 nodes).
-CONSTRAINED_SHARE = 2
-#: scheduler_perf's zones (``labelNodePrepareStrategy`` of TopologySpreading) and spread pod.
-ZONE_LABEL, ZONES = "topology.kubernetes.io/zone", ("moon-1", "moon-2", "moon-3")
-HOSTNAME_LABEL = "kubernetes.io/hostname"
-SPREAD_MAX_SKEW = 5
 CLIENT_THREADS = 8
 PHASE_TIMEOUT = 900.0
 RUNNING_TIMEOUT = 600.0
-
-@dataclass
-class PhaseResult:
-    """One contender, one phase of one workload."""
-
-    scheduler: str
-    phase: str
-    pods: int
-    bound: int
-    running: int
-    seconds: float
-    """The phase's span: first creation (stream) or first binding (backlog) to the last binding."""
-    bound_per_second: float
-    created_per_second: float
-    bind_p50_ms: float | None
-    bind_p99_ms: float | None
-    running_p50_ms: float | None
-    running_p99_ms: float | None
-    client_limits: str
-    scheduler_cpu_s: float
-    """CPU time of the contender, from its start to the end of the phase."""
-    apiserver_cpu_s: float
-    """CPU time of kube-apiserver during the phase."""
-    workload: str = "plain"
-    violations: int | None = None
-    """Pods placed against their workload's constraint, found by :func:`violations` from the
-    pods as listed at the end of the phase (None: not checked)."""
-    check: str = ""
-    """What :func:`violations` found (the anti-affinity groups' most pods on one node; the
-    spread's zone counts)."""
-
-
-@dataclass(frozen=True)
-class Workload:
-    """The pods of one workload (module doc): how many, and each one's labels and constraints."""
-
-    name: str
-    pods: int
-    #: anti-affinity: pods per group (a pod repels its own group only).
-    group: int = 0
-
-    @property
-    def tag(self) -> str:
-        """In the pods' names: ``plai``, ``anti``, ``spre``."""
-        return self.name[:4]
-
-    @property
-    def title(self) -> str:
-        return {"plain": "no constraints",
-                "anti-affinity": f"required anti-affinity by hostname, groups of {self.group:,} (scheduler_perf "
-                                 "SchedulingPodAntiAffinity)",
-                "spread": f"topology spread by zone over {len(ZONES)} zones, maxSkew {SPREAD_MAX_SKEW} "
-                          "(scheduler_perf TopologySpreading)"}[self.name]
-
-    def pod(self, name: str, index: int, app: str, scheduler: str) -> dict[str, Any]:
-        if self.name == "plain":
-            return _pod(name, app, scheduler)
-        pod = _pod(name, app, scheduler, memory="500Mi")
-        spec, labels = pod["spec"], pod["metadata"]["labels"]
-        if self.name == "anti-affinity":
-            color = labels["color"] = f"green-{index // self.group}"
-            spec["affinity"] = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
-                {"labelSelector": {"matchLabels": {"color": color}}, "topologyKey": HOSTNAME_LABEL}]}}
-        else:
-            labels["color"] = "blue"
-            spec["topologySpreadConstraints"] = [
-                {"maxSkew": SPREAD_MAX_SKEW, "topologyKey": ZONE_LABEL, "whenUnsatisfiable": "DoNotSchedule",
-                 "labelSelector": {"matchLabels": {"color": "blue"}}}]
-        return pod
-
-
-def violations(workload: Workload, pods: list[dict[str, Any]], zones: Mapping[str, str]) -> tuple[int, str]:
-    """The pods placed against the workload's constraint, counted from the bound pods apart from
-    the schedulers' own filter code, and a short account. anti-affinity: the pods beyond the
-    first of their group on a node. spread: how far the zones' counts (``zones``: node ->
-    zone) end apart beyond maxSkew (every placement keeps max - min within it, so the end does)."""
-    placed = [(str(p["spec"]["nodeName"]), (p["metadata"].get("labels") or {}).get("color", ""))
-              for p in pods if (p.get("spec") or {}).get("nodeName")]
-    if workload.name == "anti-affinity":
-        per_node = Counter(placed)
-        most = max(per_node.values(), default=0)
-        return sum(count - 1 for count in per_node.values()), f"at most {most} of a group on a node"
-    if workload.name == "spread":
-        per_zone = Counter(zones.get(node, "") for node, _ in placed)
-        counts = [per_zone.get(zone, 0) for zone in ZONES]
-        skew = max(counts) - min(counts)
-        return max(0, skew - SPREAD_MAX_SKEW), "zones " + " / ".join(f"{count:,}" for count in counts)
-    return 0, ""
-
-
-def workloads_for(nodes: int, pods: int, names: list[str] | None = None) -> list[Workload]:
-    """The workloads to run: the plain one with ``pods`` pods, the others with half as many, the
-    anti-affinity groups half the nodes each (so every group fits, with room to choose)."""
-    constrained = max(1, pods // CONSTRAINED_SHARE)
-    made = {"plain": Workload("plain", pods),
-            "anti-affinity": Workload("anti-affinity", constrained, group=max(1, nodes // 2)),
-            "spread": Workload("spread", constrained)}
-    return [made[name] for name in (names or WORKLOADS)]
-
-
-@dataclass
-class KubernetesReport:
-    nodes: int
-    pods: int
-    """The plain workload's pods per contender and phase."""
-    workloads: list[Workload] = field(default_factory=list)
-    results: list[PhaseResult] = field(default_factory=list)
-    failures: list[str] = field(default_factory=list)
-    contenders: list[str] = field(default_factory=lambda: [PYSCHEDULER, KUBE_SCHEDULER])
-    """The contenders run (names as in the results), in their order."""
-
-    def rate(self, scheduler: str, phase: str, workload: str = "plain") -> float | None:
-        for result in self.results:
-            if result.scheduler == scheduler and result.phase == phase and result.workload == workload \
-                    and result.bound == result.pods:
-                return result.bound_per_second
-        return None
-
-    def ratio(self, phase: str, workload: str = "plain", against: str = KUBE_SCHEDULER) -> float | None:
-        """pyscheduler's bound/s over ``against``'s (None unless both bound all their pods)."""
-        ours, theirs = self.rate(PYSCHEDULER, phase, workload), self.rate(against, phase, workload)
-        return ours / theirs if ours and theirs else None
-
-    def _ratios(self, against: str) -> dict[str, dict[str, float | None]]:
-        return {w.name: {phase: self.ratio(phase, w.name, against) for phase in PHASES} for w in self.workloads}
-
-    def to_dict(self) -> dict[str, Any]:
-        """``ratios``: pyscheduler / kube-scheduler, ``baseline_ratios``: pyscheduler / its
-        baseline, each per workload and phase (None: not measured)."""
-        return {"nodes": self.nodes, "pods": self.pods, "workloads": [asdict(w) for w in self.workloads],
-                "contenders": self.contenders, "results": [asdict(r) for r in self.results],
-                "ratios": self._ratios(KUBE_SCHEDULER), "baseline_ratios": self._ratios(BASELINE),
-                "failures": self.failures}
-
-    def ratio_line(self, phase: str, workload: str) -> str:
-        """pyscheduler's bound/s over each other contender's run, e.g. ``- stream: pyscheduler /
-        baseline bound/s = 1.05x; pyscheduler / kube-scheduler bound/s = 0.80x``."""
-        parts = []
-        for against, label in ((BASELINE, "baseline"), (KUBE_SCHEDULER, KUBE_SCHEDULER)):
-            if against in self.contenders:
-                ratio = self.ratio(phase, workload, against)
-                parts.append(f"pyscheduler / {label} bound/s = " + ("-" if ratio is None else f"{ratio:.2f}x"))
-        return f"- {phase}: " + ("; ".join(parts) or "no other contender")
-
-    def format(self) -> str:
-        def ms(value: float | None) -> str:
-            return "-" if value is None else f"{value:,.0f}"
-
-        lines: list[str] = []
-        for workload in self.workloads:
-            constrained = workload.name != "plain"
-            rows = [[r.scheduler, r.phase, f"{r.bound:,}/{r.pods:,}", f"{r.seconds:.1f}", f"{r.bound_per_second:,.0f}",
-                     f"{r.created_per_second:,.0f}", ms(r.bind_p50_ms), ms(r.bind_p99_ms), ms(r.running_p50_ms),
-                     ms(r.running_p99_ms), f"{r.scheduler_cpu_s:.1f}", f"{r.apiserver_cpu_s:.1f}", r.client_limits]
-                    + ([("-" if r.violations is None else f"{r.violations:,}") + (f" ({r.check})" if r.check else "")]
-                       if constrained else [])
-                    for r in self.results if r.workload == workload.name]
-            if workload.name == "plain":
-                lines.append(f"## kubernetes: pods bound per second, {workload.pods:,} pods on {self.nodes:,} "
-                             "kwok nodes")
-            else:
-                lines.append(f"## kubernetes, {workload.name}: pods bound per second, {workload.pods:,} pods on "
-                             f"{self.nodes:,} kwok nodes, {workload.title}")
-            lines += ["", format_table(["scheduler", "phase", "bound", "s", "bound/s", "created/s", "bind p50 ms",
-                                        "bind p99 ms", "running p50 ms", "running p99 ms", "scheduler cpu s",
-                                        "apiserver cpu s", "client limits"]
-                                       + (["violations"] if constrained else []), rows), ""]
-            lines += [self.ratio_line(phase, workload.name) for phase in PHASES]
-            lines.append("")
-        lines += [f"- FAILED: {failure}" for failure in self.failures]
-        return "\n".join(lines).rstrip()
-
+#: What the multicluster family and the tests import from here (moved to their own modules).
+_pod = plain_pod
+__all__ = ["HOSTNAME_LABEL", "WORKLOADS", "ZONE_LABEL", "ZONES", "Bench", "KubernetesReport", "PhaseResult",
+           "PodTimes", "node_names", "run", "violations", "workloads_for", "zone_labels"]
 
 class PodTimes:
     """Watches a namespace's pods and records, per pod whose name starts with ``prefix``, when it
@@ -341,14 +170,6 @@ def _percentile(values: list[float], fraction: float) -> float | None:
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-def _pod(name: str, app: str, scheduler: str, memory: str = "128Mi") -> dict[str, Any]:
-    return {"metadata": {"name": name, "labels": {"applicationId": app, "queue": "root.bench"}},
-            "spec": {"schedulerName": scheduler, "terminationGracePeriodSeconds": 0, "containers": [
-                {"name": "c", "image": "registry.k8s.io/pause:3.7",
-                 "resources": {"requests": {"cpu": "100m", "memory": memory}}}]}}
-
-
-
 class Bench:
     """The cluster, its namespace, and the phases run on it."""
 
@@ -366,16 +187,27 @@ class Bench:
     def _pods_path(self) -> str:
         return f"/api/v1/namespaces/{self.namespace}/pods"
 
-    def _create(self, workload: Workload, scheduler_name: str, prefix: str) -> None:
-        names = [f"{prefix}-{n:05d}" for n in range(workload.pods)]
+    def ensure_priority_classes(self) -> None:
+        """The preemption workload's PriorityClasses (created once; there already is fine)."""
+        for body in priority_classes():
+            answer = self.cluster.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", body)
+            if answer.status_code not in (201, 409):
+                raise RuntimeError(f"PriorityClass {body['metadata']['name']}: {answer.status_code} {answer.text}")
+
+    def _create(self, workload: Workload, scheduler_name: str, prefix: str, *, fill: bool = False) -> None:
+        """The workload's measured pods (``fill``: the preemption workload's low-priority ones)."""
+        count = workload.fill if fill else workload.pods
+        names = [f"{prefix}-{n:05d}" for n in range(count)]
 
         def post(index: int) -> None:
             name = names[index]
-            app = f"{prefix}-app-{index // PODS_PER_APP:03d}"
-            self.api.request("POST", self._pods_path, workload.pod(name, index, app, scheduler_name), timeout=60)
+            app = app_name(prefix, index, workload)
+            body = workload.fill_pod(name, app, scheduler_name) if fill else workload.pod(name, index, app,
+                                                                                          scheduler_name)
+            self.api.request("POST", self._pods_path, body, timeout=60)
 
         with ThreadPoolExecutor(CLIENT_THREADS) as pool:
-            list(pool.map(post, range(workload.pods)))
+            list(pool.map(post, range(count)))
 
     def _wait(self, what: str, done: Callable[[], int], target: int, process: subprocess.Popen[bytes] | None,
               timeout: float = PHASE_TIMEOUT) -> bool:
@@ -398,7 +230,7 @@ class Bench:
     def warm_up(self, contender: Contender) -> None:
         """One pod bound: the contender has synced its caches and schedules."""
         name = f"warmup-{contender.tag}"
-        self.api.request("POST", self._pods_path, _pod(name, "warmup", contender.scheduler_name))
+        self.api.request("POST", self._pods_path, plain_pod(name, "warmup", contender.scheduler_name))
         deadline = time.monotonic() + 180
         while not (self.api.request("GET", f"{self._pods_path}/{name}").get("spec") or {}).get("nodeName"):
             if time.monotonic() > deadline:
@@ -410,6 +242,25 @@ class Bench:
     def prefix(contender: Contender, workload: Workload, phase: str) -> str:
         return f"{contender.tag}-{workload.tag}-{phase[:4]}"
 
+    @staticmethod
+    def fill_prefix(contender: Contender, phase: str) -> str:
+        """The preemption workload's low-priority pods (apart from :meth:`prefix`: not measured)."""
+        return f"{contender.tag}-fill-{phase[:4]}"
+
+    def _fill(self, contender: Contender, workload: Workload, phase: str) -> None:
+        """The preemption workload's low-priority pods, created and bound by the running contender."""
+        prefix = self.fill_prefix(contender, phase)
+        self.progress(f"kubernetes: {workload.name}, {contender.name}, {phase} phase: filling the cluster with "
+                      f"{workload.fill:,} low-priority pods")
+        filled = PodTimes(self.api, self.namespace, prefix)
+        try:
+            self._create(workload, contender.scheduler_name, prefix, fill=True)
+            if not self._wait("low-priority pods bound", lambda: len(filled.bound), workload.fill, contender.process):
+                raise RuntimeError(f"{contender.name} {phase}: {len(filled.bound):,} of {workload.fill:,} "
+                                   f"low-priority pods bound within {PHASE_TIMEOUT:g} s")
+        finally:
+            filled.stop()
+
     def run_phase(self, contender: Contender, phase: str, workload: Workload) -> PhaseResult:
         pods = workload.pods
         self.progress(f"kubernetes: {workload.name}, {contender.name}, {phase} phase: {pods:,} pods")
@@ -417,35 +268,56 @@ class Bench:
         times = PodTimes(self.api, self.namespace, prefix)
         apiserver = self.cluster.processes["kube-apiserver"]
         apiserver_before = cpu_seconds(apiserver)
-        cpu = 0.0
+        memory = PeakMemory()
+        cpu = cpu_before = 0.0
         try:
-            if phase == "stream":
+            if phase == "stream" or workload.fill:
                 contender.start()
+                memory.follow(contender.process)
                 self.warm_up(contender)
+                if workload.fill:
+                    self._fill(contender, workload, phase)
+                    cpu_before = cpu_seconds(contender.process)  # the wave's CPU only
+            if phase == "stream":
                 self._create(workload, contender.scheduler_name, prefix)
             else:
+                if workload.fill:  # backlog: the wave waits for a restarted contender, as the pods do
+                    memory.stop()
+                    contender.stop()
+                    memory, cpu_before = PeakMemory(), 0.0
                 self._create(workload, contender.scheduler_name, prefix)
                 self._wait("created pods seen", lambda: len(times.added), pods, None)
                 contender.start()
+                memory.follow(contender.process)
             process = contender.process
             all_bound = self._wait("bound", lambda: len(times.bound), pods, process)
             # kwok makes the pods Running at its own pace (~100/s here); the next contender starts
             # once it is done, so that it does not pay for this one's pods.
             self._wait("running", lambda: len(times.running), pods, process, timeout=RUNNING_TIMEOUT)
-            cpu = cpu_seconds(process)
+            cpu = cpu_seconds(process) - cpu_before
         finally:
+            memory.stop()
             contender.stop()
             times.stop()
         result = self._result(contender, phase, workload, times, cpu, cpu_seconds(apiserver) - apiserver_before)
-        if workload.name != "plain":
+        result.scheduler_peak_mib = memory.peak_mib
+        result.note = NOT_DECIDING.get((workload.name, contender.name), "")
+        if workload.name in ("anti-affinity", "spread"):
             listed = [p for p in self.api.list(self._pods_path)[0]
                       if str((p.get("metadata") or {}).get("name", "")).startswith(prefix)]
             result.violations, result.check = violations(workload, listed, self.zones)
+        if workload.fill:
+            result.preemptions = workload.fill - self._live(self.fill_prefix(contender, phase))
         if not all_bound:
             raise RuntimeError(f"{contender.name} {phase}: {len(times.bound):,} of {pods:,} pods bound "
                                f"within {PHASE_TIMEOUT:g} s")
-        self.clean(prefix, pods)
+        self.clean(contender, workload, phase)
         return result
+
+    def _live(self, prefix: str) -> int:
+        """The pods named ``prefix``... that are there and not being deleted."""
+        return sum(1 for p in self.api.list(self._pods_path)[0]
+                   if str(p["metadata"].get("name", "")).startswith(prefix) and not p["metadata"].get("deletionTimestamp"))
 
     def _result(self, contender: Contender, phase: str, workload: Workload, times: PodTimes, cpu: float,
                 apiserver_cpu: float) -> PhaseResult:
@@ -469,17 +341,19 @@ class Bench:
             running_p50_ms=ms(_percentile(runs, 0.50)), running_p99_ms=ms(_percentile(runs, 0.99)),
             client_limits=contender.client_limits, scheduler_cpu_s=cpu, apiserver_cpu_s=apiserver_cpu)
 
-    def clean(self, prefix: str, pods: int) -> None:
+    def clean(self, contender: Contender, workload: Workload, phase: str) -> None:
         """The phase's pods deleted (grace period 0), one application at a time (a delete of the
-        whole collection outlasts the API server's one-minute request timeout), and gone."""
-        apps = sorted({f"{prefix}-app-{index // PODS_PER_APP:03d}" for index in range(pods)})
+        whole collection outlasts the API server's one-minute request timeout), and gone (gang
+        placeholders too: they carry their job's application)."""
+        apps = {app_name(self.prefix(contender, workload, phase), index, workload) for index in range(workload.pods)}
+        apps |= {app_name(self.fill_prefix(contender, phase), index, workload) for index in range(workload.fill)}
 
         def delete(app: str) -> None:
             self.api.request("DELETE", self._pods_path, {"gracePeriodSeconds": 0},
                              params={"labelSelector": f"applicationId={app}"}, timeout=120)
 
         with ThreadPoolExecutor(CLIENT_THREADS) as pool:
-            list(pool.map(delete, apps))
+            list(pool.map(delete, sorted(apps)))
         deadline = time.monotonic() + 300
         while self.api.list(self._pods_path)[0]:
             if time.monotonic() > deadline:
@@ -487,13 +361,8 @@ class Bench:
             time.sleep(0.5)
 
 
-def node_names(nodes: int) -> list[str]:
-    return [f"node-{n:04d}" for n in range(nodes)]
-
-
-def zone_labels(names: list[str]) -> dict[str, dict[str, str]]:
-    """scheduler_perf's zone labels, round robin over the nodes."""
-    return {name: {ZONE_LABEL: ZONES[n % len(ZONES)]} for n, name in enumerate(names)}
+def app_name(prefix: str, index: int, workload: Workload) -> str:
+    return f"{prefix}-app-{index // workload.app_size:03d}"
 
 
 @contextmanager
@@ -503,7 +372,7 @@ def _cluster(workdir: Path, tools: Path, nodes: int, progress: Callable[[str], N
     cluster = start_cluster(workdir, tools)
     try:
         names = node_names(nodes)
-        cluster.add_nodes(names, timeout=600, labels=zone_labels(names), cpu="32", memory="128Gi")
+        cluster.add_nodes(names, timeout=600 + nodes // 10, labels=zone_labels(names), cpu=NODE_CPU, memory=NODE_MEMORY)
         yield cluster
     finally:
         cluster.stop()
@@ -516,31 +385,33 @@ def built_tools(with_kube_scheduler: bool = True) -> Path:
     return Path(done.stdout.strip().splitlines()[-1])
 
 
-
 def run(*, quick: bool = False, progress: Callable[[str], None] | None = None, nodes: int | None = None,
         pods: int | None = None, workloads: list[str] | None = None, baseline: str | Path | None = None,
-        contenders: list[str] | None = None) -> KubernetesReport:
+        contenders: list[str] | None = None, limit_binders: int = LIMIT_BINDERS) -> KubernetesReport:
     """Every workload (default all, in :data:`WORKLOADS` order), each phase, each contender
-    (:func:`contenders_to_run`: pyscheduler, its baseline from the ``baseline`` directory,
-    kube-scheduler), on one cluster. A failed phase ends its workload (its pods are deleted) and
-    the next workload runs. A baseline that cannot be served raises BaselineError before any
-    cluster starts."""
+    (:func:`contenders_to_run`: the limit, pyscheduler, its baseline from the ``baseline``
+    directory, kube-scheduler), on one cluster. A failed phase ends its workload (its pods are
+    deleted) and the next workload runs. A baseline that cannot be served raises BaselineError
+    before any cluster starts."""
     say = progress or (lambda _: None)
     nodes = nodes or (QUICK_NODES if quick else NODES)
     pods = pods or (QUICK_PODS if quick else PODS)
-    keys = contenders_to_run(contenders, baseline)
+    keys = contenders_to_run(contenders, baseline, say)
     baseline_env = served_baseline_environment(baseline) if baseline and "baseline" in keys else None
-    report = KubernetesReport(nodes=nodes, pods=pods, workloads=workloads_for(nodes, pods, workloads),
+    report = KubernetesReport(nodes=nodes, pods=pods, workloads=workloads_for(nodes, pods, workloads, quick=quick),
                               contenders=[CONTENDERS[key] for key in keys])
     tools = built_tools(with_kube_scheduler="kube-scheduler" in keys)
     with tempfile.TemporaryDirectory(prefix="bench-k8s-") as tmp, _cluster(Path(tmp) / "cluster", tools, nodes,
                                                                           say) as cluster:
         zones = {name: labels[ZONE_LABEL] for name, labels in zone_labels(node_names(nodes)).items()}
         bench = Bench(cluster, say, zones)
+        bench.ensure_priority_classes()
         made: dict[str, Callable[[], Contender]] = {
+            LIMIT: lambda: LimitContender(cluster, Path(tmp), limit_binders),
             "pyscheduler": lambda: PyschedulerContender(cluster, Path(tmp)),
             "baseline": lambda: BaselineContender(cluster, Path(tmp), baseline_env or {}),
             "kube-scheduler": lambda: KubeSchedulerContender(cluster, Path(tmp), tools / "bin" / "kube-scheduler"),
+            "yunikorn": lambda: YunikornContender(cluster, Path(tmp), required_binary()),
         }
         runners = [made[key]() for key in keys]
         for workload in report.workloads:
@@ -564,7 +435,7 @@ def _run_workload(bench: Bench, contenders: list[Contender], workload: Workload,
                 report.failures.append(f"{workload.name}: {contender.name} {phase}: {exc}")
                 say(f"kubernetes: {workload.name}: {contender.name} {phase} failed: {exc}")
                 try:
-                    bench.clean(bench.prefix(contender, workload, phase), workload.pods)
+                    bench.clean(contender, workload, phase)
                 except (RuntimeError, requests.RequestException, OSError) as clean_exc:
                     report.failures.append(f"{workload.name}: its pods not deleted: {clean_exc}")
                     return False

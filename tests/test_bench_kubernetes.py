@@ -6,6 +6,10 @@ machine is shared)."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -25,8 +29,13 @@ from benchmarks.kube_contenders import (
     PyschedulerContender,
     contenders_to_run,
 )
+from benchmarks.kube_limit import LIMIT, LimitContender
+from benchmarks.kube_memory import group_high_water_kib
+from benchmarks.kube_report import NOT_DECIDING
+from benchmarks.kube_workloads import GANG_JOBS, GANG_MEMBERS, HIGH_QUEUE, QUICK_GANG_JOBS, QUICK_GANG_MEMBERS
 from benchmarks.kubernetes import (
     HOSTNAME_LABEL,
+    PHASES,
     WORKLOADS,
     ZONE_LABEL,
     ZONES,
@@ -43,7 +52,7 @@ from pyscheduler_k8s.cluster_index import pod_constraints
 
 
 def test_the_workloads_shape_their_pods_as_scheduler_perf() -> None:
-    plain, anti, spread = workloads_for(1_000, 10_000)
+    plain, anti, spread = workloads_for(1_000, 10_000, ["plain", "anti-affinity", "spread"])
     assert (plain.pods, anti.pods, spread.pods) == (10_000, 5_000, 5_000) and anti.group == 500
     assert [w.name for w in workloads_for(50, 500, ["spread"])] == ["spread"]
     assert "affinity" not in json.dumps(plain.pod("p", 0, "app", "pyscheduler"))
@@ -194,19 +203,21 @@ def test_report_without_kube_scheduler_gives_only_the_baseline_ratio() -> None:
     assert "kube-scheduler bound/s" not in text
 
 
-def test_contenders_run_in_a_fixed_order_and_keep_their_pods_apart() -> None:
-    assert contenders_to_run(None, None) == ["pyscheduler", "kube-scheduler"]
-    assert contenders_to_run(None, "/tmp/base") == list(CONTENDERS)
-    assert contenders_to_run(["kube-scheduler", "baseline", "pyscheduler"], "/b") == list(CONTENDERS)
+def test_contenders_run_in_a_fixed_order_and_keep_their_pods_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PYSCHEDULER_BENCH_YUNIKORN", raising=False)  # yunikorn: tests/test_bench_kube_yunikorn.py
+    assert contenders_to_run(None, None) == ["limit", "pyscheduler", "kube-scheduler"]
+    assert contenders_to_run(None, "/tmp/base") == [key for key in CONTENDERS if key != "yunikorn"]
+    assert contenders_to_run(["kube-scheduler", "baseline", "pyscheduler"], "/b") == ["pyscheduler", "baseline",
+                                                                                      "kube-scheduler"]
     with pytest.raises(ValueError, match="needs a baseline"):
         contenders_to_run(["pyscheduler", "baseline"], None)
     with pytest.raises(ValueError, match="unknown contenders"):
-        contenders_to_run(["yunikorn"], None)
-    kinds = (PyschedulerContender, BaselineContender, KubeSchedulerContender)
-    assert [kind.name for kind in kinds] == list(CONTENDERS.values())
+        contenders_to_run(["volcano"], None)
+    kinds = (LimitContender, PyschedulerContender, BaselineContender, KubeSchedulerContender)
+    assert [kind.name for kind in kinds] == list(CONTENDERS.values())[:len(kinds)]
     plain = workloads_for(50, 500, ["plain"])[0]
     prefixes = {Bench.prefix(kind.__new__(kind), plain, "stream") for kind in kinds}
-    assert len(prefixes) == 3 and all(prefix.islower() and " " not in prefix for prefix in prefixes)
+    assert len(prefixes) == len(kinds) and all(prefix.islower() and " " not in prefix for prefix in prefixes)
 
 
 def test_cli_selects_kubernetes_contenders() -> None:
@@ -214,4 +225,104 @@ def test_cli_selects_kubernetes_contenders() -> None:
     assert args.kube_contenders == ["baseline", "pyscheduler"]
     assert build_parser().parse_args(["kubernetes"]).kube_contenders is None
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["kubernetes", "--kube-contenders", "yunikorn"])
+        build_parser().parse_args(["kubernetes", "--kube-contenders", "volcano"])
+    assert build_parser().parse_args(["kubernetes", "--kube-contenders", "yunikorn"]).kube_contenders == ["yunikorn"]
+
+
+def test_the_preemption_and_gang_workloads_shape_their_pods() -> None:
+    preemption, gangs = workloads_for(5_000, 10_000, ["preemption", "gangs"])
+    # scheduler_perf's PreemptionBasic at 5,000 nodes: 20,000 low pods, a wave of 5,000.
+    assert (preemption.fill, preemption.pods, preemption.least_preemptions) == (20_000, 5_000, 15_000)
+    high = preemption.pod("h", 0, "app", "pyscheduler")
+    low = preemption.fill_pod("l", "app", "pyscheduler")
+    assert high["spec"]["priorityClassName"] == "bench-high" and low["spec"]["priorityClassName"] == "bench-low"
+    assert high["metadata"]["labels"]["queue"] == HIGH_QUEUE and low["metadata"]["labels"]["queue"] == "root.bench"
+    assert (gangs.pods, gangs.group, gangs.app_size) == (GANG_JOBS * GANG_MEMBERS, GANG_MEMBERS, GANG_MEMBERS)
+    member = gangs.pod("g", 5, "app", "pyscheduler")["metadata"]["annotations"]
+    (group,) = json.loads(member["yunikorn.apache.org/task-groups"])
+    assert group["minMember"] == GANG_MEMBERS and member["yunikorn.apache.org/task-group-name"] == group["name"]
+    assert "gangSchedulingStyle=Hard" in member["yunikorn.apache.org/schedulingPolicyParameters"]
+    assert workloads_for(50, 500, ["gangs"], quick=True)[0].pods // QUICK_GANG_JOBS < GANG_MEMBERS
+
+
+def test_report_gives_each_contender_a_ratio_to_the_limit() -> None:
+    report = KubernetesReport(nodes=50, pods=500, workloads=workloads_for(50, 500, ["plain", "gangs"]),
+                              contenders=[LIMIT, PYSCHEDULER, KUBE_SCHEDULER])
+    report.results += [_backlog(LIMIT, 400.0), _backlog(PYSCHEDULER, 300.0), _backlog(KUBE_SCHEDULER, 200.0)]
+    assert report.limit_ratios()[PYSCHEDULER]["plain"]["backlog"] == 0.75
+    assert report.limit_ratios()[KUBE_SCHEDULER]["plain"]["backlog"] == 0.5
+    text = report.format()
+    assert "- backlog: pyscheduler / limit bound/s = 0.75x; pyscheduler / kube-scheduler bound/s = 1.50x" in text
+    assert " 0.75x |" in text and "scheduler peak MiB" in text
+    assert "ceiling for these bindings" in text.split("## kubernetes, gangs")[1]  # not for plain
+    assert "ceiling" not in text.split("## kubernetes, gangs")[0]
+    assert NOT_DECIDING[("gangs", KUBE_SCHEDULER)].startswith("no gangs")
+
+
+def test_peak_memory_reads_the_process_groups_high_water_marks() -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; b = bytearray(64 << 20); time.sleep(30)"],
+                             start_new_session=True)
+    try:
+        deadline = time.monotonic() + 20
+        while sum(group_high_water_kib(child.pid).values()) < 64 << 10:  # KiB: the 64 MiB it holds
+            assert time.monotonic() < deadline, group_high_water_kib(child.pid)
+            time.sleep(0.05)
+        assert list(group_high_water_kib(child.pid)) == [child.pid]  # its group, not this process
+        assert os.getpid() not in group_high_water_kib(child.pid)
+    finally:
+        child.kill()
+        child.wait()
+
+
+QUICK_RUN_PODS = 200
+
+
+@pytest.fixture(scope="module")
+def quick_run() -> KubernetesReport:
+    """One quick run on a real API server (one cluster of 50 kwok nodes): the limit and
+    pyscheduler, the plain (200 pods), preemption (a wave of 50 on 200 low pods) and gang (5 jobs
+    of 20) workloads, both phases."""
+    from benchmarks import kubernetes
+
+    return kubernetes.run(quick=True, pods=QUICK_RUN_PODS, workloads=["plain", "preemption", "gangs"],
+                          contenders=["limit", "pyscheduler"])
+
+
+def _result(report: KubernetesReport, scheduler: str, workload: str, phase: str) -> PhaseResult:
+    (found,) = [r for r in report.results if (r.scheduler, r.workload, r.phase) == (scheduler, workload, phase)]
+    return found
+
+
+@pytest.mark.timeout(600)
+def test_the_limit_binds_every_pod_of_a_quick_plain_run(quick_run: KubernetesReport) -> None:
+    assert quick_run.failures == []
+    for phase in PHASES:
+        limit = _result(quick_run, LIMIT, "plain", phase)
+        assert limit.bound == limit.pods == QUICK_RUN_PODS and limit.bound_per_second > 0
+        assert limit.scheduler_cpu_s > 0 and (limit.scheduler_peak_mib or 0) > 10
+        ratio = quick_run.ratio(phase, "plain", LIMIT)
+        assert ratio is not None and ratio > 0
+    assert "pyscheduler / limit bound/s = " in quick_run.format()
+
+
+@pytest.mark.timeout(600)
+def test_a_quick_preemption_run_gives_its_figures(quick_run: KubernetesReport) -> None:
+    workload = workloads_for(50, QUICK_RUN_PODS, ["preemption"])[0]
+    for phase in PHASES:
+        ours = _result(quick_run, PYSCHEDULER, "preemption", phase)
+        assert ours.bound == ours.pods == workload.pods and ours.bound_per_second > 0
+        # every high pod bound on a full cluster: at least 3 low pods of each node preempted
+        assert ours.preemptions is not None and workload.least_preemptions <= ours.preemptions <= workload.fill
+        assert (ours.scheduler_peak_mib or 0) > 10 and ours.bind_p99_ms is not None
+        assert _result(quick_run, LIMIT, "preemption", phase).preemptions == 0  # it decides nothing
+    assert "| preempted |" in quick_run.format()
+
+
+@pytest.mark.timeout(600)
+def test_a_quick_gang_run_binds_every_member(quick_run: KubernetesReport) -> None:
+    for phase in PHASES:
+        ours = _result(quick_run, PYSCHEDULER, "gangs", phase)
+        assert ours.bound == ours.pods == QUICK_GANG_JOBS * QUICK_GANG_MEMBERS
+        assert ours.bind_p50_ms is not None and ours.bind_p99_ms is not None and ours.note == ""
+    document = json.loads(json.dumps(quick_run.to_dict()))
+    assert set(document["limit_ratios"][PYSCHEDULER]) == {"plain", "preemption", "gangs"}
