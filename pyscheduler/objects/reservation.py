@@ -45,6 +45,9 @@ class Reservations:
         #: Told of every change of a node's reserved flag, as ``ordering`` is (the partition's
         #: member clusters keep node orders of their own).
         self.also_reserved: Callable[[str, bool], None] | None = None
+        #: Reservations given up so far: a node may show again to the node search (the
+        #: cycle's futile-shape memo, pyscheduler.scheduler.cycle_shapes, starts again).
+        self.unreserved = 0
 
     def __len__(self) -> int:
         return len(self.by_key)
@@ -78,6 +81,7 @@ class Reservations:
         reservation = self.by_key.pop(allocation_key, None)
         if reservation is None:
             return None
+        self.unreserved += 1
         held = self._by_node.get(reservation.node_id, {})
         held.pop(allocation_key, None)
         if not held:

@@ -43,6 +43,11 @@ application asking for a level is kept to one domain of it the same way.
 
 **Reserved asks** (step 1) are :mod:`pyscheduler.scheduler.cycle_reservations`.
 
+**Futile shapes** (:mod:`pyscheduler.scheduler.cycle_shapes`): within a partition's cycle, an
+ask shaped like one whose node search (or search for a node to reserve) found nothing, without
+the RM's predicates being asked, skips that search; it still reports and tries preemption as
+its own (``futile_searches_skipped`` counts the skips).
+
 **Scheduling states.** Where a request event says why an ask waits (YuniKorn's ask events),
 the RM also hears ``update_container_scheduling_state`` with the same text and a typed code
 (:mod:`pyscheduler.scheduler.ask_reports`): SKIPPED with QUEUE_QUOTA or USER_QUOTA when the
@@ -84,7 +89,7 @@ from pyscheduler.scheduler.preemption.preemptor import (
     PreemptionTrigger,
     Preemptor,
 )
-from pyscheduler.si.callback import check_predicates
+from pyscheduler.si.callback import PredicatesFunc, PreemptionPredicatesFunc, check_predicates
 from pyscheduler.si.messages import TAG_SCORE_NODES, PredicatesArgs, ScoreNodesArgs
 from pyscheduler.scheduler import ask_reports
 from pyscheduler.scheduler.ask_reports import PREDICATES_EVENT_INTERVAL
@@ -93,6 +98,7 @@ from pyscheduler.scheduler.history_gangs import placeholders_in_order, remembere
 from pyscheduler.scheduler.topology_choice import acceptance, choose_domain_scope, choose_slice_scope
 from pyscheduler.scheduler.cycle_clusters import pin_by_plan, try_in_clusters
 from pyscheduler.scheduler.cycle_reservations import try_reserved
+from pyscheduler.scheduler.cycle_shapes import FutileShapes
 from pyscheduler.scheduler.node_preference import best_candidate, feasible_nodes_to_find
 
 if TYPE_CHECKING:
@@ -153,6 +159,21 @@ class SchedulingCycle:
         #: and whether this partition's walk preempted (it then ends, as a reservation would).
         self._budget = AttemptBudget(MAX_PREEMPTIONS_PER_LEAF)
         self._preempted = False
+        #: The RM's predicates of the partition being scheduled, resolved once per partition
+        #: and cycle (``_hooks_of``: that partition; None outside a cycle, when they are looked up).
+        self._hooks_of: Partition | None = None
+        self._predicates: PredicatesFunc | None = None
+        #: The same for the RM's preemption predicates, resolved at the cycle's first attempt.
+        self._preemption_hooks_of: Partition | None = None
+        self._preemption_predicates: PreemptionPredicatesFunc | None = None
+        #: The shapes of asks that found no node in this partition's cycle (cycle_shapes),
+        #: made when the first ask finds none (a cycle that places its first ask pays nothing).
+        self._futile: FutileShapes | None = None
+        #: Node searches (and reservation searches) skipped because an ask of the same shape
+        #: found nothing earlier in the same cycle, since this cycle object was made.
+        self.futile_searches_skipped = 0
+        #: Whether the last reservation search had a candidate the RM refused (_reserve_closest).
+        self._rm_refused = False
 
     def run(self) -> list[Decision]:
         """One cycle over every partition; returns the allocations it made."""
@@ -163,7 +184,13 @@ class SchedulingCycle:
                 continue
             self._preempted = False
             with partition.lock:
-                decision = self._schedule(partition)
+                self._hooks_of = partition
+                self._predicates = self.context.predicates_for(partition)
+                try:
+                    decision = self._schedule(partition)
+                finally:
+                    self._hooks_of = self._preemption_hooks_of = None
+                    self._futile = None
             if decision is not None:
                 decisions.append(decision)
                 self.context.notify_allocated(partition, decision.ask)
@@ -376,9 +403,16 @@ class SchedulingCycle:
         if scope is not None and not scope.clusters:
             return False  # no member cluster is allowed: nowhere to free room
         context = self.context
+        if self._hooks_of is partition:
+            predicates = self._predicates
+            if self._preemption_hooks_of is not partition:  # the first attempt of the cycle
+                self._preemption_predicates = context.preemption_predicates_for(partition)
+                self._preemption_hooks_of = partition
+            preemption_predicates = self._preemption_predicates
+        else:
+            predicates, preemption_predicates = context.predicates_for(partition), context.preemption_predicates_for(partition)
         attempt = PreemptionAttempt(
-            partition, queue, app, ask, trigger, context.predicates_for(partition),
-            context.preemption_predicates_for(partition), self._budget, self.reservation_delay, node,
+            partition, queue, app, ask, trigger, predicates, preemption_predicates, self._budget, self.reservation_delay, node,
             scope.clusters if scope is not None else (), scope.preempt_for if scope is not None else None)
         for preemptor in self.preemptors:
             plan = preemptor.try_preempt(attempt).plan
@@ -481,8 +515,19 @@ class SchedulingCycle:
         """The ask on the first node in order that takes it (``scope``: the nodes of its member
         clusters, cluster by cluster in its order), else preemption, else a reservation."""
         failures: dict[str, int] = {}
-        if scope is None:
+        # An ask shaped like one that found no node earlier in this cycle finds none either
+        # (cycle_shapes); only the partition's own node order is remembered.
+        futile = self._futile if scope is None else None
+        if futile is not None and futile.no_node((ask.resource, avoid)):
+            self.futile_searches_skipped += 1
+            node = None
+        elif scope is None:
             node = self._first_node(partition, ask, skip_reserved=True, failures=failures, avoid=avoid)
+            if node is None and not failures and self._hooks_of is partition:
+                # No node had room: the RM was asked about none.
+                if futile is None:
+                    futile = self._futile = FutileShapes(partition.reservations)
+                futile.found_no_node((ask.resource, avoid))
         else:
             node = None
             for cluster in scope.clusters:
@@ -500,7 +545,10 @@ class SchedulingCycle:
             return None
         if (now_ns - ask.create_time_ns) / 1e9 >= self.reservation_delay:
             if scope is None:
-                self._reserve_closest(partition, ask)
+                if futile is not None and futile.no_reservation((ask.resource, avoid)):
+                    self.futile_searches_skipped += 1
+                elif not self._reserve_closest(partition, ask) and futile is not None and not self._rm_refused:
+                    futile.found_no_reservation((ask.resource, avoid))
             else:
                 for cluster in scope.clusters:
                     if self._reserve_closest(partition, ask, cluster.ordering):
@@ -516,7 +564,7 @@ class SchedulingCycle:
         reason in ``failures``."""
         if ordering is None:
             ordering = partition.node_ordering
-        predicates = self.context.predicates_for(partition)
+        predicates = self._predicates if self._hooks_of is partition else self.context.predicates_for(partition)
         scorer = self.context.node_scores_for(partition)
         # An ask the RM ranks nodes for gathers candidates first (node_preference).
         wanted = 1 if scorer is None or ask.tags.get(TAG_SCORE_NODES) != "true" else \
@@ -567,7 +615,7 @@ class SchedulingCycle:
         return None
 
     def _predicates_pass(self, partition: Partition, ask: Allocation, node: Node, *, allocate: bool = True) -> bool:
-        predicates = self.context.predicates_for(partition)
+        predicates = self._predicates if self._hooks_of is partition else self.context.predicates_for(partition)
         if predicates is None:
             return True
         reason = check_predicates(predicates, PredicatesArgs(ask.allocation_key, node.node_id, allocate))
@@ -579,7 +627,9 @@ class SchedulingCycle:
         """Reserves the schedulable node whose capacity holds the ask and whose available
         resources come closest to fitting it (YuniKorn's FitInScore), among the nodes the RM's
         predicates accept for a reservation (``allocate=False``, YuniKorn's preReserveConditions):
-        a node the RM refuses would otherwise stay reserved, and hidden, for nothing."""
+        a node the RM refuses would otherwise stay reserved, and hidden, for nothing.
+        ``_rm_refused`` tells afterwards whether the RM refused a candidate."""
+        self._rm_refused = False
         if partition.reservations.reserved_nodes >= len(partition.nodes):
             # Every node holds a reservation already, so none can take a normal one: an
             # overloaded cluster would otherwise pay this scan on every cycle for every ask.
@@ -595,7 +645,7 @@ class SchedulingCycle:
         """The first node, closest to fitting first, that the RM accepts for a reservation.
         The node order scores every node (natively) and hands over a few candidates at a time;
         a node holding a reservation is no candidate (``can_reserve(node, required=False)``)."""
-        predicates = self.context.predicates_for(partition)
+        predicates = self._predicates if self._hooks_of is partition else self.context.predicates_for(partition)
         demand = ask.resource
         batch_size = RESERVATION_CANDIDATE_BATCH
         after: Cursor | None = None
@@ -607,6 +657,7 @@ class SchedulingCycle:
                 reason = check_predicates(predicates, PredicatesArgs(ask.allocation_key, node_id, False))
                 if not reason:
                     return node_id
+                self._rm_refused = True
                 ask.log_failure(reason, self.context.clock.now_ns())
             if len(candidates) < batch_size:
                 return None
