@@ -186,11 +186,15 @@ def test_every_metric_the_dashboard_reads_is_exported_by_a_served_scheduler(kube
     assert samples[("yunikorn_queue_app", (*where, ("queue", "root.batch"), ("state", "running")))] == 1
     assert samples[("pyscheduler_gang_applications", (*where, ("state", "running")))] == 1
     assert samples[("pyscheduler_gang_placeholders_allocated_total", where)] == 3
-    # The shim's: 3 pods, 3 placeholders and the 3 members that replaced them were bound.
-    assert samples[("pyscheduler_k8s_bindings_total", (("result", "bound"),))] >= 9
-    assert samples[("pyscheduler_k8s_binding_latency_milliseconds_count", ())] >= 9
+    # The shim's: 3 pods, 3 placeholders and the 3 members that replaced them asked for a binding.
+    # A placeholder the core replaced before its own binding reached the API server is refused
+    # (409, being deleted): that binding counts as failed, its member's as bound.
+    bound = samples[("pyscheduler_k8s_bindings_total", (("result", "bound"),))]
+    failed = samples[("pyscheduler_k8s_bindings_total", (("result", "failed"),))]
+    assert bound >= 6 and bound + failed >= 9, (bound, failed)
+    assert samples[("pyscheduler_k8s_binding_latency_milliseconds_count", ())] >= bound
     assert samples[("pyscheduler_k8s_api_requests_total",
-                    (("code", "201"), ("resource", "pods/binding"), ("verb", "create")))] >= 9
+                    (("code", "201"), ("resource", "pods/binding"), ("verb", "create")))] >= bound
     assert samples[("pyscheduler_k8s_watches_started_total", (("resource", "pods"),))] >= 1
     # The Lease did not exist when the replica first read it: an API error, by verb, resource and code.
     assert samples[("pyscheduler_k8s_api_errors_total", (("code", "404"), ("resource", "leases"), ("verb", "get")))] >= 1
