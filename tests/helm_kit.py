@@ -14,8 +14,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
-from kube_cluster import KubeCluster
+from kube_cluster import KubeCluster, helm_binary
 from kube_served import Server, launch  # (tests/web's helpers, on the path kube_served sets)
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -45,6 +46,18 @@ class Helm:
         """The objects an installed release made (``helm get manifest``)."""
         out = self.run("get", "manifest", release, "--namespace", namespace).stdout
         return [doc for doc in yaml.safe_load_all(out) if doc]
+
+
+@pytest.fixture(scope="module")
+def helm_path() -> Path:
+    """The helm binary (a fixture: modules import it by name)."""
+    return helm_binary()
+
+
+@pytest.fixture
+def helm(helm_path: Path, tmp_path: Path) -> Helm:
+    """helm with a home of its own in the test's temporary directory, no cluster."""
+    return Helm(helm_path, tmp_path / "helm")
 
 
 def kubectl(kube: KubeCluster, *args: str, stdin: str | None = None) -> str:

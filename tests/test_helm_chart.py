@@ -18,18 +18,7 @@ import pytest
 import yaml
 from chart_values import CHART, DEPLOY, OPTIONS_ON, QUEUES, RELEASE, RELEASE_NAMESPACE, ROOT, SCHEDULER_NAME, \
     manifest, render
-from helm_kit import Helm, only
-from kube_cluster import helm_binary
-
-
-@pytest.fixture(scope="module")
-def helm_path() -> Path:
-    return helm_binary()
-
-
-@pytest.fixture
-def helm(helm_path: Path, tmp_path: Path) -> Helm:
-    return Helm(helm_path, tmp_path / "helm")
+from helm_kit import Helm, helm, helm_path, only  # helm, helm_path: fixtures
 
 
 # -- the chart itself ------------------------------------------------------------------------------

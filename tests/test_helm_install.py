@@ -31,8 +31,9 @@ import pytest
 import requests
 import yaml
 from chart_values import CHART, OPTIONS_ON, QUEUES, RELEASE, RELEASE_NAMESPACE, SCHEDULER_NAME, UPGRADED_QUEUES
-from helm_kit import COMMAND_TIMEOUT, Helm, kubectl, only, served_as_deployment, token_kubeconfig
-from kube_cluster import KubeCluster, free_port, helm_binary, start_cluster
+from helm_kit import (  # helm, helm_path: fixtures, used by name
+    COMMAND_TIMEOUT, Helm, helm, helm_path, kubectl, only, served_as_deployment, token_kubeconfig)
+from kube_cluster import KubeCluster, free_port, start_cluster
 from kube_served import list_pods, pod_body
 from web_helpers import Server, stop
 
@@ -52,16 +53,6 @@ MONITORING_CRDS = [
               "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {
                   "type": "object", "x-kubernetes-preserve-unknown-fields": True}}}]}}
     for kind, plural in (("ServiceMonitor", "servicemonitors"), ("PodMonitor", "podmonitors"))]
-
-
-@pytest.fixture(scope="module")
-def helm_path() -> Path:
-    return helm_binary()
-
-
-@pytest.fixture
-def helm(helm_path: Path, tmp_path: Path) -> Helm:
-    return Helm(helm_path, tmp_path / "helm")
 
 
 @pytest.fixture(scope="module")
