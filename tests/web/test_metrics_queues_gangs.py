@@ -158,3 +158,20 @@ def test_rest_requests_are_counted_by_route_method_and_code() -> None:
                                                              ("method", "GET")))] == 1
     assert samples[("pyscheduler_web_http_request_duration_seconds_count", (route,))] == 3
     assert samples[("pyscheduler_web_http_request_duration_seconds_bucket", (route, ("le", "+Inf")))] == 3
+
+
+def test_a_hostile_client_cannot_grow_the_request_series() -> None:
+    """1,000 made-up paths and made-up methods leave one unmatched series per code and a single
+    ``other`` method: the labels are bounded by the app's routes, never by what a client sends."""
+    app = Flask("t")
+    metrics = Metrics(SimpleNamespace(), None, sources=())  # type: ignore[arg-type]
+    instrument_requests(app, metrics)
+    client = app.test_client()
+    for n in range(1_000):
+        client.open(f"/ws/v1/made-up-{n}", method=("GET", "BREW", f"X{n}")[n % 3])
+    body, _ = metrics.exposition(None)
+    series = {tuple(sorted(s.labels.items())) for family in text_string_to_metric_families(body.decode())
+              if family.name == "pyscheduler_web_http_requests" for s in family.samples if s.name.endswith("_total")}
+    assert {dict(labels)["method"] for labels in series} == {"GET", "other"}
+    assert {dict(labels)["endpoint"] for labels in series} == {UNMATCHED}
+    assert len(series) <= 4, series
